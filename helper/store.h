@@ -1,0 +1,303 @@
+/*
+ * store.h - the storage interface of etcdfs, after the Kubernetes etcd helper
+ *
+ * A store is a key-value view of one etcd cluster, limited to one prefix.
+ * Every key handed to or returned by these functions is relative to that
+ * prefix: the store prepends it on the way out and strips it on the way in,
+ * and keys outside it are never returned.  Keys and values are byte strings
+ * with explicit lengths; a key may hold any byte, NUL included.
+ *
+ * Every call returns 0 or a negative enum store_err.  When a struct
+ * store_error is passed it is filled on error only, with the key (printable),
+ * the revision that matters and a one-line cause.
+ *
+ * A store may be used from many threads at once.  Each thread gets a
+ * connection of its own, kept alive between requests.
+ *
+ * What it cannot do: multi-key transactions other than rename
+ * (store_move), and leases other than granting one for a put.
+ */
+#ifndef ETCDFS_STORE_H
+#define ETCDFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_err {
+	STORE_OK = 0,
+	STORE_ENOTFOUND = -1,		/* the key does not exist */
+	STORE_EEXISTS = -2,		/* create of a key that exists */
+	STORE_ECONFLICT = -3,		/* guaranteed_update ran out of retries */
+	STORE_EPRECONDITION = -4,	/* a caller's precondition does not hold */
+	STORE_ECOMPACTED = -5,		/* the revision asked for is compacted */
+	STORE_EUNREACHABLE = -6,	/* no endpoint could be connected to */
+	STORE_ETIMEOUT = -7,		/* a request ran past its timeout */
+	STORE_EUNAUTHENTICATED = -8,	/* no, wrong or expired credentials */
+	STORE_EPERMISSION = -9,		/* authenticated, but not allowed */
+	STORE_ETOOLARGE = -10,		/* the request is over the server's limit */
+	STORE_EBADREPLY = -11,		/* the server answered something unparsable */
+	STORE_EINTERNAL = -12,		/* out of memory, or a bug */
+	STORE_EINVAL = -13,		/* a bad argument or configuration */
+	STORE_ENOTSUP = -14,		/* the backend cannot do this */
+};
+
+#define STORE_ERR_COUNT 15
+
+/* Returns a static, lower-case description of @err ("key not found"). */
+const char *store_strerror(int err);
+
+/* Returns the short name of @err ("not found", "exists", ...). */
+const char *store_errname(int err);
+
+struct store_error {
+	int code;		/* the enum store_err returned */
+	int64_t revision;	/* the current mod_revision on a failed
+				 * precondition, the compact revision on
+				 * ECOMPACTED, else 0 */
+	char key[256];		/* the key, printable, escaped, maybe cut */
+	char msg[512];		/* the cause, one line, lower case */
+};
+
+/*
+ * One key.  key and value are owned by the struct and are NUL-terminated
+ * past their length, so text values can be used as C strings.  A revision
+ * of 0 means "not known" (a DELETE event carries only mod_revision).
+ */
+struct store_kv {
+	char *key;
+	size_t key_len;
+	char *value;
+	size_t value_len;
+	int64_t create_revision;
+	int64_t mod_revision;
+	int64_t version;
+	int64_t lease;
+};
+
+/* Frees what @kv owns and zeroes it; @kv may be zeroed already. */
+void store_kv_release(struct store_kv *kv);
+
+/* Deep copy; returns 0 or STORE_EINTERNAL. */
+int store_kv_copy(struct store_kv *dst, const struct store_kv *src);
+
+struct store_list {
+	struct store_kv *kvs;	/* sorted by key, bytewise */
+	size_t n;
+	size_t cap;
+	int64_t revision;	/* the one revision all pages were read at */
+};
+
+void store_list_release(struct store_list *l);
+
+/*
+ * Preconditions on the current state of a key.  A field of 0 is not
+ * checked.  mod_revision STORE_REV_ABSENT means "the key must not exist".
+ * create_revision is etcd's stand-in for a Kubernetes UID: it changes when a
+ * key is deleted and created again.
+ */
+#define STORE_REV_ABSENT (-1)
+
+struct store_preconditions {
+	int64_t mod_revision;
+	int64_t create_revision;
+};
+
+/* Read flags. */
+#define STORE_READ_QUORUM	(1u << 0)	/* linearizable, whatever the config */
+#define STORE_READ_SERIAL	(1u << 1)	/* serializable, whatever the config */
+#define STORE_READ_KEYS_ONLY	(1u << 2)	/* list: no values */
+
+enum store_api {
+	STORE_API_V3 = 3,
+	STORE_API_V2 = 2,
+};
+
+struct store_config {
+	enum store_api api;
+	const char *endpoints;	/* comma list of URLs; NULL: http://127.0.0.1:2379 */
+	const char *prefix;	/* NULL or "": the whole key space */
+	const char *cacert;	/* PEM file; NULL: the system's */
+	const char *cert;	/* client certificate, PEM */
+	const char *key;	/* its private key, PEM */
+	const char *user;	/* NULL: no auth */
+	const char *password;
+	long connect_timeout_ms;	/* 0: 2000 */
+	long request_timeout_ms;	/* 0: 5000 */
+	bool quorum;		/* linearizable reads by default (etcd's default) */
+	size_t page_size;	/* keys per list request; 0: 5000 */
+	size_t max_value_size;	/* 0: 1.5 MiB, etcd's default */
+	size_t max_reply_size;	/* 0: 256 MiB; a larger reply is EBADREPLY */
+	int max_update_retries;	/* 0: 16 */
+};
+
+struct store;
+
+/*
+ * Creates a store from @cfg; checks the configuration but does not
+ * contact the cluster (see store_revision).  Returns NULL on error, with
+ * @err filled.
+ */
+struct store *store_new(const struct store_config *cfg, struct store_error *err);
+
+/* Stops every watch of @s and frees it. */
+void store_free(struct store *s);
+
+/* The backend's name: "etcd3" or "etcd2". */
+const char *store_backend_name(const struct store *s);
+
+/* The largest value a put may carry. */
+size_t store_max_value_size(const struct store *s);
+
+/*
+ * The endpoint the calling thread last talked to (borrowed, valid until the
+ * next call on this thread), or the first one.
+ */
+const char *store_endpoint(struct store *s);
+
+/* The cluster's current revision, by a cheap linearizable request. */
+int store_revision(struct store *s, int64_t *rev, struct store_error *err);
+
+/* Reads one key into @out (released by the caller).  ENOTFOUND if absent. */
+int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,
+	      struct store_kv *out, struct store_error *err);
+
+/*
+ * Reads every key that starts with the bytes @prefix (empty: every key of
+ * the store), recursively, in pages of page_size keys, all at the revision
+ * of the first page.  @out is filled (and must be released by the caller)
+ * even when there are no keys.  Callers that want a directory pass a prefix
+ * that ends in '/', so that "a/" never matches "ab".
+ */
+int store_list(struct store *s, const char *prefix, size_t prefix_len,
+	       unsigned flags, struct store_list *out, struct store_error *err);
+
+/*
+ * Creates @key with @value; EEXISTS if it exists.  @lease 0: none.
+ * On success *@rev (if not NULL) is the new key's mod_revision.
+ */
+int store_create(struct store *s, const char *key, size_t key_len,
+		 const char *value, size_t value_len, int64_t lease,
+		 int64_t *rev, struct store_error *err);
+
+/*
+ * Deletes @key if @pre (NULL: unconditional) holds, in one transaction.
+ * ENOTFOUND if absent, EPRECONDITION if the key changed.  If @prev is not
+ * NULL it receives the deleted key's last state (on EPRECONDITION: its
+ * current state).  On success *@rev (if not NULL) is the deletion's
+ * revision.
+ */
+int store_delete(struct store *s, const char *key, size_t key_len,
+		 const struct store_preconditions *pre, struct store_kv *prev,
+		 int64_t *rev, struct store_error *err);
+
+/*
+ * What try_update returns through @out: the new value, which the helper
+ * takes over (must be malloc()ed; NULL with len 0 is the empty value), and
+ * the lease to put it with (0: none; -1: keep the current one).
+ */
+struct store_update {
+	char *value;
+	size_t value_len;
+	int64_t lease;
+};
+
+/*
+ * Called with the key's current state (@cur NULL: absent) and must fill
+ * @out.  Returns 0 to write, or a negative enum store_err to stop the update
+ * with that error.  May be called several times, once per attempt.
+ */
+typedef int (*store_try_update_fn)(void *arg, const struct store_kv *cur,
+				   struct store_update *out);
+
+/*
+ * Reads @key (or takes @suggestion, the caller's idea of its current state,
+ * to save the read: it is checked by the transaction like any other), checks
+ * @pre, calls @try_update and writes the result with one compare-and-swap
+ * transaction on mod_revision.  When the key changed meanwhile the failed
+ * transaction's reply holds the new state, and the loop tries again with
+ * it, at most max_update_retries times (then ECONFLICT).  When try_update
+ * returns the bytes and lease the key has, nothing is written.
+ *
+ * If the key is absent and @ignore_not_found is false: ENOTFOUND.
+ * On success @out (if not NULL) is the key as written.
+ */
+int store_guaranteed_update(struct store *s, const char *key, size_t key_len,
+			    bool ignore_not_found,
+			    const struct store_preconditions *pre,
+			    const struct store_kv *suggestion,
+			    store_try_update_fn try_update, void *arg,
+			    struct store_kv *out, struct store_error *err);
+
+/*
+ * Moves @from to @to in one transaction: @from must match @pre_from, @to
+ * must match @pre_to (NULL: unchecked; mod_revision STORE_REV_ABSENT: must
+ * not exist); then @to is put with @from's value (or @value if not NULL)
+ * and @from is deleted.  EPRECONDITION if a check fails, ENOTSUP if the
+ * backend cannot do it atomically (etcd2).  *@rev: the new revision.
+ */
+int store_move(struct store *s, const char *from, size_t from_len,
+	       const struct store_preconditions *pre_from,
+	       const char *to, size_t to_len,
+	       const struct store_preconditions *pre_to,
+	       const char *value, size_t value_len, int64_t *rev,
+	       struct store_error *err);
+
+/* Grants a lease of @ttl seconds; *@id is its id. */
+int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
+		      struct store_error *err);
+
+enum store_event_type {
+	STORE_EV_PUT,		/* kv is the new state, prev_kv the old one */
+	STORE_EV_DELETE,	/* kv.key and kv.mod_revision, prev_kv if known */
+	STORE_EV_PROGRESS,	/* no change up to @revision */
+	STORE_EV_ERROR,		/* err says what; ECOMPACTED ends the watch,
+				 * others are transient: the watch reconnects
+				 * and resumes after the last revision seen */
+};
+
+struct store_event {
+	enum store_event_type type;
+	struct store_kv kv;	/* borrowed for the callback's duration */
+	struct store_kv prev_kv;	/* zeroed if not known */
+	int64_t revision;	/* the revision of the event or progress */
+	int err;		/* STORE_EV_ERROR: the enum store_err */
+	int64_t compact_revision;	/* ECOMPACTED: where history starts */
+};
+
+/*
+ * Called on the watch's own thread, once per event, in revision order.
+ * Must not call store_watch_stop() on its own watch.
+ */
+typedef void (*store_watch_fn)(void *arg, const struct store_event *ev);
+
+struct store_watch;
+
+/*
+ * Watches @key (or every key starting with @key when @prefix) from
+ * @start_rev (0: from now) on a thread of its own, with progress
+ * notifications.  A lost connection is retried with back-off and resumed
+ * after the last revision seen, reported as a transient STORE_EV_ERROR.
+ * A compacted start revision is reported as STORE_EV_ERROR with ECOMPACTED,
+ * after which no more events come.
+ */
+int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
+		int64_t start_rev, store_watch_fn fn, void *arg,
+		struct store_watch **out, struct store_error *err);
+
+/* Stops @w, waits for its thread (no callback runs after) and frees it. */
+void store_watch_stop(struct store_watch *w);
+
+struct store_member {
+	uint64_t id;
+	char *name;
+	char **client_urls;
+	size_t n_client_urls;
+};
+
+/* Lists the cluster's members into *@members (free with the function below). */
+int store_members(struct store *s, struct store_member **members, size_t *n,
+		  struct store_error *err);
+void store_members_free(struct store_member *members, size_t n);
+
+#endif /* ETCDFS_STORE_H */

@@ -1,0 +1,101 @@
+/*
+ * transport.h - HTTP to an etcd cluster, on libcurl
+ *
+ * One transport serves many threads: each thread gets a curl easy handle of
+ * its own (never shared), kept alive between requests, so a thread reuses
+ * its connection.  Requests go to the current endpoint; when it cannot be
+ * connected to, the next endpoints are tried in turn and the first that
+ * answers becomes current for everyone.  Only a request that could not be
+ * sent is tried elsewhere: a timeout after sending is reported as ETIMEOUT,
+ * since the server may have applied it.
+ *
+ * Every request is bounded by connect_timeout_ms and request_timeout_ms;
+ * a reply larger than max_reply_size is cut off and reported as EBADREPLY.
+ *
+ * With auth TRANSPORT_AUTH_ETCD3 the transport gets a token from
+ * /v3/auth/authenticate before the first request, sends it as the
+ * Authorization header, and gets a new one once when the server says the
+ * token is invalid or expired.  TRANSPORT_AUTH_BASIC sends HTTP basic auth
+ * (etcd v2).
+ */
+#ifndef ETCDFS_TRANSPORT_H
+#define ETCDFS_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store.h"
+
+enum transport_auth {
+	TRANSPORT_AUTH_NONE,
+	TRANSPORT_AUTH_ETCD3,
+	TRANSPORT_AUTH_BASIC,
+};
+
+struct transport_config {
+	const char *const *endpoints;	/* URLs without a trailing '/' */
+	size_t n_endpoints;
+	const char *cacert;
+	const char *cert;
+	const char *key;
+	enum transport_auth auth;
+	const char *user;
+	const char *password;
+	long connect_timeout_ms;
+	long request_timeout_ms;
+	size_t max_reply_size;
+};
+
+struct transport_reply {
+	long status;		/* the HTTP status */
+	char *body;		/* owned, NUL-terminated past len */
+	size_t len;
+};
+
+void transport_reply_release(struct transport_reply *r);
+
+/* Copies what it needs of @cfg.  NULL on error, with @err filled. */
+struct transport *transport_new(const struct transport_config *cfg,
+				struct store_error *err);
+void transport_free(struct transport *t);
+
+/*
+ * Sends @method @path (e.g. "POST", "/v3/kv/range") with @body of
+ * @content_type (NULL: no body) and fills @reply with whatever HTTP status
+ * came back.  Returns 0, EUNREACHABLE, ETIMEOUT, EUNAUTHENTICATED (the
+ * token could not be had), EBADREPLY (cut off, over the size cap) or
+ * EINTERNAL.  Interpreting the status and body is the caller's job.
+ */
+int transport_request(struct transport *t, const char *method,
+		      const char *path, const char *content_type,
+		      const char *body, size_t len,
+		      struct transport_reply *reply, struct store_error *err);
+
+/*
+ * Called with each piece of a streamed reply as it arrives, in order.
+ * Returns 0 to go on, non-zero to end the stream.
+ */
+typedef int (*transport_data_fn)(void *arg, const char *data, size_t len);
+
+/*
+ * Sends a request whose reply is a stream (the v3 watch, a v2 wait) on a
+ * handle of its own, and calls @fn with the reply's bytes until the server
+ * ends it, @fn returns non-zero, or *@stop becomes true (checked at least
+ * once a second).  There is no overall timeout; a dead peer is found by
+ * TCP keep-alive.  The HTTP status is stored in *@status.  Returns 0 when
+ * the stream ended or was stopped, or an error as transport_request.
+ */
+int transport_stream(struct transport *t, const char *method,
+		     const char *path, const char *content_type,
+		     const char *body, size_t len, transport_data_fn fn,
+		     void *arg, const volatile bool *stop, long *status,
+		     struct store_error *err);
+
+/* The endpoint requests go to now (borrowed). */
+const char *transport_endpoint(struct transport *t);
+
+/* Replaces the endpoint list (members refresh).  0 or an error. */
+int transport_set_endpoints(struct transport *t, const char *const *endpoints,
+			    size_t n, struct store_error *err);
+
+#endif /* ETCDFS_TRANSPORT_H */
