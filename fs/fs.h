@@ -29,13 +29,27 @@ struct fs_config {
 	double attr_timeout;	/* seconds the kernel may cache attributes */
 	bool temp_in_memory;	/* editors' temp/swap/backup files stay local */
 	bool chmod_ok;		/* accept chmod/chown that change something */
+	bool nowatch;		/* no watch: list on opendir, read on open */
+	bool quorum;		/* each open reads the key linearizably */
 };
 
 struct fs;
 
-/* NULL when out of memory. */
+/* NULL when out of memory.  Does not contact the cluster. */
 struct fs *fs_new(const struct fs_config *cfg);
 void fs_free(struct fs *fs);
+
+struct store_error;
+
+/*
+ * Lists every key under the prefix into the mount's mirror.  Call it before
+ * daemonizing, so that a cluster that cannot be listed is reported on the
+ * terminal; if it was not called, the filesystem's init does it.
+ */
+int fs_load(struct fs *fs, struct store_error *err);
+
+/* The session to send cache invalidations to. */
+void fs_set_session(struct fs *fs, struct fuse_session *se);
 
 /* The operations; the userdata to pass with them is the struct fs. */
 const struct fuse_lowlevel_ops *fs_ops(void);

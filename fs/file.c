@@ -1,0 +1,806 @@
+/*
+ * file.c - open files: snapshots for reading, buffers for writing, and the
+ * commit of a buffer to etcd as one compare-and-swap
+ *
+ * An open file of a key holds its own copy of the value, taken at open, so
+ * what it reads never changes under it.  Writes go to that copy.  The copy
+ * is committed at flush (close), fsync or release, once, as a guaranteed
+ * update preconditioned on the revision the copy was based on (or on a pin,
+ * see xattr.c): if someone else changed the key meanwhile, the commit fails
+ * with ESTALE and etcd keeps their value.
+ *
+ * A flush commits only when data was written or the file is new: a file
+ * opened with O_TRUNC and not yet written is committed at release or
+ * fsync, because shells open, dup2() and close() a redirection's file
+ * before the command writes to it, and that close must not store an empty
+ * value in between.
+ *
+ * Temp files of editors and tools (fs_is_temp_name) live in memory only:
+ * their content is the node's value, shared by every open file.
+ *
+ * What it cannot do: mmap writes are committed like any other, but a value
+ * can never exceed the cluster's limit (EFBIG at write time).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+#include "names.h"
+
+struct handle {
+	pthread_mutex_t lock;	/* guards the fields below but node */
+	struct node *node;	/* referenced; fields under fs->lock */
+	bool local;		/* the node's value is the content */
+	char *buf;		/* the copy: NUL-terminated past len */
+	size_t len;
+	size_t cap;
+	int64_t base;		/* the revision buf is based on; 0: absent */
+	bool dirty;		/* written since the last commit */
+	bool truncated;		/* opened with O_TRUNC, not written yet */
+	bool failed;		/* a commit failed: do not try again */
+	bool counted;		/* counted in node->dirty_handles */
+	bool append;
+	pid_t pid;		/* the opener, whose pins apply */
+};
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
+
+static bool all_alnum(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)s[i]))
+			return false;
+	}
+	return s[n] == '\0';
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/*
+ * The names editors and tools give their temp, swap and backup files:
+ * vim's ".NAME.swp" (to .swa, and ".NAME.swpx"), "NAME~" and its "4913" probe (and the
+ * numbers it tries after it), sed -i's "sedXXXXXX", perl -i's "XXxxxxxx",
+ * nano's "NAME.save", emacs' "#NAME#" and ".#NAME", rsync's ".NAME.XXXXXX".
+ */
+bool fs_is_temp_name(const char *name)
+{
+	size_t len = strlen(name);
+	const char *dot;
+
+	if (len == 0)
+		return false;
+	if (name[len - 1] == '~')
+		return true;
+	/* vim checks long names work with ".NAME.swpx" first */
+	if (name[0] == '.' && len > 6 && name[len - 1] == 'x')
+		len--;
+	if (name[0] == '.' && len > 5 && name[len - 4] == '.' &&
+	    name[len - 3] == 's' && name[len - 2] == 'w' &&
+	    name[len - 1] >= 'a' && name[len - 1] <= 'p')
+		return true;
+	len = strlen(name);
+	if (len >= 4 && len <= 5 && strspn(name, "0123456789") == len) {
+		long v = strtol(name, NULL, 10);
+
+		if (v >= 4913 && v % 123 == 4913 % 123)
+			return true;
+	}
+	if (len == 9 && memcmp(name, "sed", 3) == 0 && all_alnum(name + 3, 6))
+		return true;
+	if (len == 8 && memcmp(name, "XX", 2) == 0 && all_alnum(name + 2, 6))
+		return true;
+	if (ends_with(name, len, ".save"))
+		return true;
+	if (len > 2 && name[0] == '#' && name[len - 1] == '#')
+		return true;
+	if (len > 2 && name[0] == '.' && name[1] == '#')
+		return true;
+	dot = strrchr(name, '.');
+	if (name[0] == '.' && dot && dot > name + 1 && all_alnum(dot + 1, 6))
+		return true;
+	return false;
+}
+
+static int grow(char **buf, size_t *cap, size_t need)
+{
+	size_t nc;
+	char *nb;
+
+	if (need + 1 <= *cap)
+		return 0;
+	nc = *cap ? *cap : 64;
+	while (nc < need + 1)
+		nc *= 2;
+	nb = realloc(*buf, nc);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	*cap = nc;
+	return 0;
+}
+
+/* Sets the length of @buf to @size, zero-filling what it grows by. */
+static int resize(char **buf, size_t *len, size_t *cap, size_t size)
+{
+	if (grow(buf, cap, size))
+		return -ENOMEM;
+	if (size > *len)
+		memset(*buf + *len, 0, size - *len);
+	*len = size;
+	(*buf)[size] = '\0';
+	return 0;
+}
+
+/* Resizes a local node's content; fs->lock held. */
+static int local_resize(struct node *n, size_t size)
+{
+	size_t cap = n->value_cap ? n->value_cap + 1 : 0;
+	int ret;
+
+	if (!n->value)
+		cap = 0;
+	ret = resize(&n->value, &n->size, &cap, size);
+	if (!ret)
+		n->value_cap = cap - 1;
+	fs_now(&n->mtime);
+	return ret;
+}
+
+struct update_arg {
+	const char *data;
+	size_t len;
+};
+
+static int put_value(void *arg, const struct store_kv *cur,
+		     struct store_update *out)
+{
+	struct update_arg *a = arg;
+
+	out->value = malloc(a->len + 1);
+	if (!out->value)
+		return STORE_EINTERNAL;
+	memcpy(out->value, a->data, a->len);
+	out->value[a->len] = '\0';
+	out->value_len = a->len;
+	out->lease = -1;
+	return 0;
+}
+
+/* Has any local temp file of @dir a key moved away to it? fs->lock held. */
+static struct node *find_ghost(struct node *dir, const char *key,
+			       size_t key_len)
+{
+	struct node *c;
+
+	for (c = dir->child; c; c = c->next) {
+		if (c->local && c->ghost_key && c->ghost_key_len == key_len &&
+		    memcmp(c->ghost_key, key, key_len) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+int fs_commit_value(struct fs *fs, struct node *n, const char *key,
+		    size_t key_len, int64_t base, const char *data,
+		    size_t len, pid_t pid)
+{
+	struct store_preconditions pre = { 0 };
+	struct store_error err = { 0 };
+	struct store_kv sugg = { 0 }, out = { 0 };
+	struct update_arg arg = { data, len };
+	struct node *cur;
+	bool have_sugg = false;
+	int ret;
+
+	if (len > store_max_value_size(fs->store))
+		return -EFBIG;
+	pthread_mutex_lock(&fs->lock);
+	pin_take(fs, key, key_len, pid, &base);
+	/* what the mirror knows saves the read, if it is what we based on */
+	cur = tree_find_key(fs, key, key_len);
+	if (base > 0 && cur && !cur->local && !cur->pending &&
+	    cur->mod_revision == base) {
+		sugg.key = (char *)key;
+		sugg.key_len = key_len;
+		sugg.value = malloc(cur->size + 1);
+		if (sugg.value) {
+			memcpy(sugg.value, cur->value, cur->size);
+			sugg.value_len = cur->size;
+			sugg.mod_revision = cur->mod_revision;
+			sugg.create_revision = cur->create_revision;
+			sugg.version = cur->version;
+			sugg.lease = cur->lease;
+			have_sugg = true;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+
+	pre.mod_revision = base > 0 ? base : STORE_REV_ABSENT;
+	ret = store_guaranteed_update(fs->store, key, key_len, base <= 0, &pre,
+				      have_sugg ? &sugg : NULL, put_value, &arg,
+				      &out, &err);
+	free(sugg.value);
+	if (ret == STORE_ENOTFOUND)
+		ret = STORE_EPRECONDITION;	/* deleted since it was read */
+	if (ret) {
+		if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT)
+			fuse_log(FUSE_LOG_WARNING,
+				 "etcdfs: '%s' not saved: changed since "
+				 "revision %lld\n", err.key,
+				 (long long)(base > 0 ? base : 0));
+		else
+			fuse_log(FUSE_LOG_ERR, "etcdfs: '%s' not saved: %s\n",
+				 err.key, err.msg);
+		return -fs_errno(ret);
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (!node_set_value(n, data, len)) {
+		n->mod_revision = out.mod_revision;
+		n->create_revision = out.create_revision;
+		n->version = out.version;
+		n->lease = out.lease;
+		n->pending = false;
+		n->local = false;
+		fs_now(&n->mtime);
+	}
+	if (out.mod_revision > fs->revision)
+		fs->revision = out.mod_revision;
+	pthread_mutex_unlock(&fs->lock);
+	store_kv_release(&out);
+	return 0;
+}
+
+/*
+ * Commits @h's copy if it needs it: when written, when its file is new,
+ * or (when @final) when it was only truncated.  @h->lock held.
+ */
+static int handle_sync(struct fs *fs, struct handle *h, bool final)
+{
+	struct node *n = h->node;
+	bool pending, gone;
+	char *key;
+	size_t key_len;
+	int64_t base;
+	int ret;
+
+	if (h->local || h->failed)
+		return 0;
+	pthread_mutex_lock(&fs->lock);
+	pending = n->pending;
+	gone = n->removed && (n->pending || n->local);
+	base = n->pending ? n->mod_revision : h->base;
+	key = NULL;
+	key_len = n->key_len;
+	if (!gone && (h->dirty || pending || (final && h->truncated))) {
+		key = malloc(key_len + 1);
+		if (key)
+			memcpy(key, n->key, key_len);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (gone || !(h->dirty || pending || (final && h->truncated)))
+		return 0;
+	if (!key)
+		return -ENOMEM;
+	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
+			      h->pid);
+	free(key);
+	pthread_mutex_lock(&fs->lock);
+	if (h->counted) {
+		n->dirty_handles--;
+		h->counted = false;
+	}
+	if (!ret)
+		h->base = n->mod_revision;
+	pthread_mutex_unlock(&fs->lock);
+	h->dirty = false;
+	h->truncated = false;
+	if (ret)
+		h->failed = true;
+	return ret;
+}
+
+static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
+				 pid_t pid)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	pthread_mutex_init(&h->lock, NULL);
+	h->node = n;
+	h->local = n->local;
+	h->append = fi->flags & O_APPEND;
+	h->pid = pid;
+	h->base = n->mod_revision;
+	if (!h->local) {
+		bool trunc = fi->flags & O_TRUNC;
+		size_t len = trunc ? 0 : n->size;
+
+		h->buf = malloc(len + 1);
+		if (!h->buf) {
+			free(h);
+			return NULL;
+		}
+		if (len)
+			memcpy(h->buf, n->value, len);
+		h->buf[len] = '\0';
+		h->len = len;
+		h->cap = len + 1;
+		h->truncated = trunc && n->size > 0;
+	} else if (fi->flags & O_TRUNC) {
+		local_resize(n, 0);
+	}
+	n->refs++;
+	return h;
+}
+
+static void handle_free(struct fs *fs, struct handle *h)
+{
+	struct node *n = h->node;
+
+	pthread_mutex_lock(&fs->lock);
+	if (h->counted)
+		n->dirty_handles--;
+	/* a new file whose creation could not be saved does not exist */
+	if (n->pending && n->refs == 1 && !n->removed && n->parent) {
+		struct inval_list inv = { 0 };
+		struct node *dir = n->parent;
+
+		tree_detach(fs, n);
+		n->removed = true;
+		tree_prune(fs, dir, &inv);
+		inval_release(&inv);
+	}
+	node_unref(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	pthread_mutex_destroy(&h->lock);
+	free(h->buf);
+	free(h);
+}
+
+/*
+ * Reads @n's key again (nowatch, quorum).  fs->lock held; dropped for the
+ * request and taken again.  Returns 0 or a negative errno.
+ */
+static int refresh_file(struct fs *fs, struct node *n)
+{
+	struct store_error err_info = { 0 };
+	struct inval_list inv = { 0 };
+	struct store_kv kv = { 0 };
+	size_t key_len = n->key_len;
+	char *key = malloc(key_len + 1);
+	int ret, err;
+
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, n->key, key_len);
+	n->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_get(fs->store, key, key_len,
+			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv,
+			&err_info);
+	pthread_mutex_lock(&fs->lock);
+	if (ret == 0) {
+		err = tree_put(fs, &kv, &inv);
+	} else if (ret == STORE_ENOTFOUND) {
+		err = tree_delete(fs, key, key_len, 0, &inv);
+	} else {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
+			 err_info.key, err_info.msg);
+		err = -fs_errno(ret);
+	}
+	node_unref(fs, n);
+	free(key);
+	store_kv_release(&kv);
+	inval_release(&inv);
+	return err;
+}
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	struct handle *h;
+	struct node *n;
+	int err;
+
+	if (wr && fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	if (n->type == NODE_DIR) {
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	if (!n->local && !n->pending && !n->removed &&
+	    (fs->cfg.nowatch || fs->cfg.quorum)) {
+		err = -refresh_file(fs, n);
+		if (!err && n->removed)
+			err = ENOENT;
+		if (err) {
+			pthread_mutex_unlock(&fs->lock);
+			fuse_reply_err(req, err);
+			return;
+		}
+	}
+	h = handle_new(n, fi, fuse_req_ctx(req)->pid);
+	pthread_mutex_unlock(&fs->lock);
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	/* the watch invalidates the kernel's pages when the key changes */
+	fi->keep_cache = !fs->cfg.nowatch && !fs->cfg.quorum && !h->local;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		handle_free(fs, h);
+}
+
+/* A new file (dir, name) or EEXIST/EINVAL; fs->lock held. */
+static int new_file(struct fs *fs, struct node *dir, const char *name,
+		    struct node **out)
+{
+	bool temp = fs->cfg.temp_in_memory && fs_is_temp_name(name);
+	struct node *n, *g;
+	char *key;
+	size_t key_len;
+	int ret;
+
+	ret = fs_name_key(fs, dir, name, NODE_FILE, &key, &key_len);
+	if (ret)
+		return ret;
+	n = tree_new_node(fs, dir, name, strlen(name), NODE_FILE);
+	if (!n || node_set_value(n, "", 0)) {
+		free(key);
+		return -ENOMEM;
+	}
+	n->key = key;
+	n->key_len = key_len;
+	n->local = temp;
+	n->pending = !temp;
+	g = temp ? NULL : find_ghost(dir, key, key_len);
+	if (g) {
+		/* the editor moved this key to a backup and writes it anew */
+		n->mod_revision = g->ghost_rev;
+		free(g->ghost_key);
+		g->ghost_key = NULL;
+	}
+	*out = n;
+	return 0;
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct handle *h;
+	struct node *dir, *n;
+	int err = 0;
+
+	if (fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	dir = node_of(fs, parent);
+	if (dir->type != NODE_DIR) {
+		err = ENOTDIR;
+		goto out;
+	}
+	n = tree_child(fs, dir, name, strlen(name));
+	if (n && (fi->flags & O_EXCL)) {
+		err = EEXIST;
+		goto out;
+	}
+	if (n && n->type == NODE_DIR) {
+		err = EISDIR;
+		goto out;
+	}
+	if (!n) {
+		err = -new_file(fs, dir, name, &n);
+		if (err)
+			goto out;
+	}
+	h = handle_new(n, fi, fuse_req_ctx(req)->pid);
+	if (!h) {
+		err = ENOMEM;
+		goto out;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = 0;
+	memset(&e, 0, sizeof(e));
+	e.ino = node_id(fs, n);
+	e.attr_timeout = fs->cfg.attr_timeout;
+	e.entry_timeout = fs->cfg.entry_timeout;
+	node_fill_attr(fs, n, &e.attr);
+	n->nlookup++;
+	pthread_mutex_unlock(&fs->lock);
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		pthread_mutex_lock(&fs->lock);
+		node_forget(fs, n, 1);
+		pthread_mutex_unlock(&fs->lock);
+		handle_free(fs, h);
+	}
+	return;
+out:
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_err(req, err);
+}
+
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev)
+{
+	struct fs *fs = fs_of(req);
+	struct node *dir, *n;
+	char *key;
+	size_t key_len;
+	int err = 0;
+
+	if (fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (!S_ISREG(mode)) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	dir = node_of(fs, parent);
+	if (dir->type != NODE_DIR)
+		err = ENOTDIR;
+	else if (tree_child(fs, dir, name, strlen(name)))
+		err = EEXIST;
+	else
+		err = -new_file(fs, dir, name, &n);
+	if (err || n->local) {
+		pthread_mutex_unlock(&fs->lock);
+		if (err)
+			fuse_reply_err(req, err);
+		else
+			fs_reply_entry(fs, req, n);
+		return;
+	}
+	/* no close will follow: the empty key is made now */
+	key = malloc(n->key_len + 1);
+	key_len = n->key_len;
+	if (key)
+		memcpy(key, n->key, key_len);
+	n->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	err = key ? -fs_commit_value(fs, n, key, key_len, n->mod_revision,
+				     "", 0, fuse_req_ctx(req)->pid) : ENOMEM;
+	free(key);
+	pthread_mutex_lock(&fs->lock);
+	if (err && n->pending && n->parent) {
+		tree_detach(fs, n);
+		n->removed = true;
+	}
+	node_unref(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (err)
+		fuse_reply_err(req, err == ESTALE ? EEXIST : err);
+	else
+		fs_reply_entry(fs, req, n);
+}
+
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	size_t o = (size_t)off;
+
+	if (h->local) {
+		struct node *n = h->node;
+		char *copy = NULL;
+		size_t len = 0;
+
+		pthread_mutex_lock(&fs->lock);
+		if (o < n->size) {
+			len = n->size - o < size ? n->size - o : size;
+			copy = malloc(len);
+			if (copy)
+				memcpy(copy, n->value + o, len);
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (len && !copy)
+			fuse_reply_err(req, ENOMEM);
+		else
+			fuse_reply_buf(req, copy, len);
+		free(copy);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	if (o >= h->len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, h->buf + o,
+			       h->len - o < size ? h->len - o : size);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	size_t max = store_max_value_size(fs->store), o = (size_t)off;
+	int err = 0;
+
+	if (h->local) {
+		struct node *n = h->node;
+
+		pthread_mutex_lock(&fs->lock);
+		if (h->append)
+			o = n->size;
+		if (o + size > n->size)
+			err = -local_resize(n, o + size);
+		if (!err)
+			memcpy(n->value + o, buf, size);
+		pthread_mutex_unlock(&fs->lock);
+		goto out;
+	}
+	pthread_mutex_lock(&h->lock);
+	if (h->append)
+		o = h->len;
+	if (o + size > max) {
+		err = EFBIG;
+	} else {
+		if (o + size > h->len)
+			err = -resize(&h->buf, &h->len, &h->cap, o + size);
+		if (!err) {
+			memcpy(h->buf + o, buf, size);
+			h->dirty = true;
+			h->truncated = false;
+		}
+	}
+	if (!err) {
+		pthread_mutex_lock(&fs->lock);
+		if (!h->counted) {
+			h->node->dirty_handles++;
+			h->counted = true;
+		}
+		h->node->open_size = h->len;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+out:
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_write(req, size);
+}
+
+int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
+{
+	struct handle *h = handle_of(fi);
+	int err;
+
+	if (size < 0)
+		return -EINVAL;
+	if (h->local) {
+		pthread_mutex_lock(&fs->lock);
+		err = local_resize(h->node, (size_t)size);
+		pthread_mutex_unlock(&fs->lock);
+		return err;
+	}
+	if ((size_t)size > store_max_value_size(fs->store))
+		return -EFBIG;
+	pthread_mutex_lock(&h->lock);
+	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
+	if (!err) {
+		h->dirty = true;
+		h->truncated = false;
+		pthread_mutex_lock(&fs->lock);
+		if (!h->counted) {
+			h->node->dirty_handles++;
+			h->counted = true;
+		}
+		h->node->open_size = h->len;
+		pthread_mutex_unlock(&fs->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return err;
+}
+
+int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
+{
+	char *data = NULL, *key = NULL;
+	size_t len = 0, cap = 0, key_len;
+	int64_t base;
+	int err;
+
+	if (size < 0)
+		return -EINVAL;
+	if ((size_t)size > store_max_value_size(fs->store))
+		return -EFBIG;
+	pthread_mutex_lock(&fs->lock);
+	if (n->local || n->pending) {
+		err = local_resize(n, (size_t)size);
+		pthread_mutex_unlock(&fs->lock);
+		return err;
+	}
+	err = resize(&data, &len, &cap, n->size);
+	if (!err) {
+		memcpy(data, n->value, n->size);
+		err = resize(&data, &len, &cap, (size_t)size);
+	}
+	key_len = n->key_len;
+	key = err ? NULL : malloc(key_len + 1);
+	if (key)
+		memcpy(key, n->key, key_len);
+	base = n->mod_revision;
+	n->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	if (!err && key)
+		err = fs_commit_value(fs, n, key, key_len, base, data, len,
+				      pid);
+	else if (!err)
+		err = -ENOMEM;
+	pthread_mutex_lock(&fs->lock);
+	node_unref(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+	free(data);
+	free(key);
+	return err;
+}
+
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	int err;
+
+	pthread_mutex_lock(&h->lock);
+	err = handle_sync(fs, h, false);
+	pthread_mutex_unlock(&h->lock);
+	fuse_reply_err(req, -err);
+}
+
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	int err;
+
+	pthread_mutex_lock(&h->lock);
+	err = handle_sync(fs, h, true);
+	pthread_mutex_unlock(&h->lock);
+	fuse_reply_err(req, -err);
+}
+
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+
+	pthread_mutex_lock(&h->lock);
+	/* nobody hears an error now: the commit logs it */
+	handle_sync(fs, h, true);
+	pthread_mutex_unlock(&h->lock);
+	handle_free(fs, h);
+	fuse_reply_err(req, 0);
+}

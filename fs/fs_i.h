@@ -1,0 +1,202 @@
+/*
+ * fs_i.h - what the modules of fs/ share: the filesystem, its tree of nodes
+ * (the mirror of etcd under the mount prefix), open files and pins
+ *
+ * Lock order: fs->lock, then a handle's lock.  fs->lock is never held
+ * across a request to etcd nor across a call into the kernel (replies and
+ * notifications), so a slow cluster never stalls lookups of other files and
+ * a notification can never wait on a handler that waits on us.
+ */
+#ifndef ETCDFS_FS_I_H
+#define ETCDFS_FS_I_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "fs.h"
+#include "store.h"
+
+enum node_type {
+	NODE_DIR,
+	NODE_FILE,
+};
+
+/*
+ * A file or directory of the mount.  A file is one key (or a local file:
+ * an editor's temp file, or a new file not committed yet); a directory is
+ * the set of keys below its prefix, or a local directory made by mkdir.
+ * The kernel's node id is the node's address (the root's is FUSE_ROOT_ID);
+ * st_ino is ino, given once and kept for the node's lifetime.
+ *
+ * Every field is protected by fs->lock.
+ */
+struct node {
+	struct node *parent;		/* NULL for the root and removed nodes */
+	struct node *hnext;		/* hash chain of (parent, name) */
+	struct node *child;		/* first child (directories) */
+	struct node *next;		/* sibling list */
+	struct node *prev;
+	size_t nchildren;
+
+	char *name;			/* encoded component, NUL-terminated */
+	size_t name_len;
+	char *key;			/* a file's key; a directory's prefix */
+	size_t key_len;
+
+	uint64_t ino;
+	enum node_type type;
+	bool local;		/* a mkdir'd dir, or a file that lives only in
+				 * memory (temp files) */
+	bool pending;		/* a new file not committed to etcd yet */
+	bool removed;		/* out of the tree; freed when unreferenced */
+
+	uint64_t nlookup;	/* the kernel's references */
+	unsigned refs;		/* open handles and requests in flight */
+
+	/* Files: the value as etcd has it (or the local content). */
+	char *value;
+	size_t size;
+	size_t value_cap;	/* local files grow in place */
+	int64_t mod_revision;
+	int64_t create_revision;
+	int64_t version;
+	int64_t lease;
+	struct timespec mtime;	/* when this revision was first seen */
+	size_t open_size;	/* size of unflushed writes, if dirty_handles */
+	unsigned dirty_handles;
+
+	/*
+	 * A key renamed away to a temp name (an editor's backup) is not
+	 * deleted at once: its temp file remembers it here, and the key is
+	 * deleted only if the temp file is removed while no new file took
+	 * the key's place.
+	 */
+	char *ghost_key;
+	size_t ghost_key_len;
+	int64_t ghost_rev;
+
+	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
+	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+
+	uint64_t seen;		/* reconcile generation */
+	struct timespec listed;	/* directories: last listed (nowatch) */
+};
+
+/* A notification for the kernel, sent once fs->lock is released. */
+struct inval {
+	bool entry;		/* entry (parent, name), else inode ino */
+	fuse_ino_t ino;
+	char *name;
+	size_t name_len;
+};
+
+struct inval_list {
+	struct inval *v;
+	size_t n;
+	size_t cap;
+};
+
+struct pin {
+	char *key;
+	size_t key_len;
+	int64_t rev;
+	pid_t owner;
+	unsigned long long owner_start;
+	struct timespec set;
+};
+
+struct fs {
+	struct fs_config cfg;
+	struct store *store;
+	struct fuse_session *se;
+
+	pthread_mutex_t lock;
+	struct node *root;		/* protected by lock, like all below */
+	struct node **buckets;
+	size_t nbuckets;
+	size_t nnodes;
+	uint64_t next_ino;
+	uint64_t gen;
+	int64_t revision;		/* the highest revision applied */
+	struct pin *pins;
+	size_t npins;
+
+	bool loaded;			/* the first listing is in */
+	struct store_watch *watch;
+	struct store_watch *old[16];	/* ended by compactions, to join */
+	size_t nold;
+	bool watch_ok;			/* the watch is connected */
+	struct timespec mounted;
+};
+
+/* fs.c */
+void fs_now(struct timespec *ts);
+fuse_ino_t node_id(struct fs *fs, struct node *n);
+struct node *node_of(struct fs *fs, fuse_ino_t ino);
+void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
+void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
+void fs_send_invals(struct fs *fs, struct inval_list *l);
+
+/* node.c: all with fs->lock held */
+struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
+			size_t len);
+struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
+			   size_t len, enum node_type type);
+void tree_detach(struct fs *fs, struct node *n);
+void tree_attach(struct fs *fs, struct node *n, struct node *dir,
+		 const char *name, size_t len);
+void node_unref(struct fs *fs, struct node *n);
+void node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
+int node_set_value(struct node *n, const char *value, size_t len);
+int tree_put(struct fs *fs, const struct store_kv *kv,
+	     struct inval_list *inv);
+int tree_delete(struct fs *fs, const char *key, size_t key_len,
+		int64_t rev, struct inval_list *inv);
+struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len);
+void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv);
+int tree_reconcile(struct fs *fs, struct node *dir,
+		   const struct store_list *l, struct inval_list *inv);
+bool tree_dir_has_keys(struct node *dir);
+int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
+	      const char *name, size_t len);
+void inval_release(struct inval_list *l);
+
+int fs_name_key(struct fs *fs, struct node *dir, const char *name,
+		enum node_type type, char **key, size_t *key_len);
+
+/* file.c */
+bool fs_is_temp_name(const char *name);
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi);
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev);
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi);
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
+int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
+int fs_commit_value(struct fs *fs, struct node *n, const char *key,
+		    size_t key_len, int64_t base, const char *data,
+		    size_t len, pid_t pid);
+
+/* xattr.c */
+void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 const char *value, size_t size, int flags);
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 size_t size);
+void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* With fs->lock held: takes the pin that applies to @pid's write of @key. */
+bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
+	      int64_t *rev);
+void pins_free(struct fs *fs);
+
+#endif /* ETCDFS_FS_I_H */

@@ -1,0 +1,598 @@
+/*
+ * node.c - the tree of nodes: the mount's mirror of the keys under its
+ * prefix, shaped as directories by fs/names.h
+ *
+ * Every function here runs with fs->lock held and never blocks: it changes
+ * the tree and records what the kernel must forget in an inval_list, which
+ * the caller sends once the lock is released.
+ *
+ * The shape follows the keys: a key's path is names_key_to_path(); each
+ * component but the last is a directory, made when a key needs it and
+ * pruned when its last key goes (unless mkdir made it).  A key that is also
+ * the prefix of other keys ("a" with "a/b") is the file "%value" inside its
+ * directory; when the other keys go, it moves back to its own name.
+ *
+ * What it cannot do: keep a value on disk; every value of the mirror is in
+ * memory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+#include "names.h"
+
+static size_t hash_of(const struct node *dir, const char *name, size_t len)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)dir;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h ^ (h >> 29));
+}
+
+static void hash_insert(struct fs *fs, struct node *n)
+{
+	size_t b = hash_of(n->parent, n->name, n->name_len) & (fs->nbuckets - 1);
+
+	n->hnext = fs->buckets[b];
+	fs->buckets[b] = n;
+}
+
+static void hash_remove(struct fs *fs, struct node *n)
+{
+	size_t b = hash_of(n->parent, n->name, n->name_len) & (fs->nbuckets - 1);
+	struct node **p;
+
+	for (p = &fs->buckets[b]; *p; p = &(*p)->hnext) {
+		if (*p == n) {
+			*p = n->hnext;
+			n->hnext = NULL;
+			return;
+		}
+	}
+}
+
+/* Doubles the table when it is full; keeps the old one on ENOMEM. */
+static void hash_grow(struct fs *fs)
+{
+	size_t nb = fs->nbuckets * 2, i;
+	struct node **nbk, *n, *next;
+
+	if (fs->nnodes < fs->nbuckets)
+		return;
+	nbk = calloc(nb, sizeof(*nbk));
+	if (!nbk)
+		return;
+	for (i = 0; i < fs->nbuckets; i++) {
+		for (n = fs->buckets[i]; n; n = next) {
+			size_t b = hash_of(n->parent, n->name, n->name_len) &
+				   (nb - 1);
+
+			next = n->hnext;
+			n->hnext = nbk[b];
+			nbk[b] = n;
+		}
+	}
+	free(fs->buckets);
+	fs->buckets = nbk;
+	fs->nbuckets = nb;
+}
+
+struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
+			size_t len)
+{
+	size_t b = hash_of(dir, name, len) & (fs->nbuckets - 1);
+	struct node *n;
+
+	for (n = fs->buckets[b]; n; n = n->hnext) {
+		if (n->parent == dir && n->name_len == len &&
+		    memcmp(n->name, name, len) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+void tree_attach(struct fs *fs, struct node *n, struct node *dir,
+		 const char *name, size_t len)
+{
+	if (name != n->name) {
+		char *copy = malloc(len + 1);
+
+		/* Renames are rare; on ENOMEM keep the old name's memory. */
+		if (copy) {
+			memcpy(copy, name, len);
+			copy[len] = '\0';
+			free(n->name);
+			n->name = copy;
+			n->name_len = len;
+		}
+	}
+	n->parent = dir;
+	n->removed = false;
+	n->prev = NULL;
+	n->next = dir->child;
+	if (dir->child)
+		dir->child->prev = n;
+	dir->child = n;
+	dir->nchildren++;
+	hash_insert(fs, n);
+	fs->nnodes++;
+	hash_grow(fs);
+}
+
+void tree_detach(struct fs *fs, struct node *n)
+{
+	struct node *dir = n->parent;
+
+	if (!dir)
+		return;
+	hash_remove(fs, n);
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		dir->child = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->next = n->prev = NULL;
+	dir->nchildren--;
+	n->parent = NULL;
+	fs->nnodes--;
+}
+
+static void node_free(struct node *n)
+{
+	free(n->name);
+	free(n->key);
+	free(n->value);
+	free(n->ghost_key);
+	free(n);
+}
+
+/* Frees @n if it is out of the tree and nobody refers to it. */
+static void node_maybe_free(struct fs *fs, struct node *n)
+{
+	if (n->removed && !n->parent && n->nlookup == 0 && n->refs == 0 &&
+	    !n->child && n != fs->root)
+		node_free(n);
+}
+
+void node_unref(struct fs *fs, struct node *n)
+{
+	n->refs--;
+	node_maybe_free(fs, n);
+}
+
+void node_forget(struct fs *fs, struct node *n, uint64_t nlookup)
+{
+	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	node_maybe_free(fs, n);
+}
+
+/* A node out of the tree; freed once the kernel and handles let go. */
+static void node_remove(struct fs *fs, struct node *n)
+{
+	tree_detach(fs, n);
+	n->removed = true;
+	node_maybe_free(fs, n);
+}
+
+struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
+			   size_t len, enum node_type type)
+{
+	struct node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->name = malloc(len + 1);
+	if (!n->name) {
+		free(n);
+		return NULL;
+	}
+	memcpy(n->name, name, len);
+	n->name[len] = '\0';
+	n->name_len = len;
+	n->type = type;
+	n->ino = ++fs->next_ino;
+	fs_now(&n->mtime);
+	tree_attach(fs, n, dir, n->name, len);
+	return n;
+}
+
+int node_set_value(struct node *n, const char *value, size_t len)
+{
+	char *v = malloc(len + 1);
+
+	if (!v)
+		return -ENOMEM;
+	if (len)
+		memcpy(v, value, len);
+	v[len] = '\0';
+	free(n->value);
+	n->value = v;
+	n->size = len;
+	n->value_cap = len;
+	return 0;
+}
+
+int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
+	      const char *name, size_t len)
+{
+	struct inval *iv;
+
+	if (!l)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct inval *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	iv = &l->v[l->n];
+	iv->entry = entry;
+	iv->ino = ino;
+	iv->name = NULL;
+	iv->name_len = 0;
+	if (entry) {
+		iv->name = malloc(len + 1);
+		if (!iv->name)
+			return -ENOMEM;
+		memcpy(iv->name, name, len);
+		iv->name[len] = '\0';
+		iv->name_len = len;
+	}
+	l->n++;
+	return 0;
+}
+
+void inval_release(struct inval_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+/* The kernel may hold (dir, name) only if it knows dir. */
+static void inval_entry_of(struct fs *fs, struct inval_list *inv,
+			   struct node *dir, const char *name, size_t len)
+{
+	if (dir == fs->root || dir->nlookup)
+		inval_add(inv, true, node_id(fs, dir), name, len);
+}
+
+/* dir's key (a prefix) followed by what @name decodes to. */
+static int child_key(struct node *dir, const char *name, size_t len,
+		     enum node_type type, char **key, size_t *key_len)
+{
+	char *part, *k;
+	size_t part_len;
+	int ret;
+
+	if (type == NODE_DIR)
+		ret = names_dir_prefix(name, len, &part, &part_len);
+	else
+		ret = names_path_to_key(name, len, &part, &part_len);
+	if (ret)
+		return ret;
+	k = malloc(dir->key_len + part_len + 1);
+	if (!k) {
+		free(part);
+		return -ENOMEM;
+	}
+	memcpy(k, dir->key, dir->key_len);
+	memcpy(k + dir->key_len, part, part_len);
+	k[dir->key_len + part_len] = '\0';
+	free(part);
+	*key = k;
+	*key_len = dir->key_len + part_len;
+	return 0;
+}
+
+/* A new directory (dir, name) with its prefix as key. */
+static struct node *new_dir(struct fs *fs, struct node *dir, const char *name,
+			    size_t len)
+{
+	struct node *d = tree_new_node(fs, dir, name, len, NODE_DIR);
+
+	if (!d)
+		return NULL;
+	if (child_key(dir, name, len, NODE_DIR, &d->key, &d->key_len)) {
+		node_remove(fs, d);
+		return NULL;
+	}
+	return d;
+}
+
+/*
+ * Makes the file @f at (dir, name) a directory of the same name holding f
+ * as "%value", since keys now live below it.
+ */
+static struct node *file_to_dir(struct fs *fs, struct node *f,
+				struct inval_list *inv)
+{
+	struct node *dir = f->parent, *d;
+
+	tree_detach(fs, f);
+	d = new_dir(fs, dir, f->name, f->name_len);
+	if (!d) {
+		tree_attach(fs, f, dir, f->name, f->name_len);
+		return NULL;
+	}
+	inval_entry_of(fs, inv, dir, f->name, f->name_len);
+	tree_attach(fs, f, d, NAMES_VALUE, strlen(NAMES_VALUE));
+	return d;
+}
+
+/* Walks @path to its last component's directory, making what is missing. */
+static struct node *walk_dirs(struct fs *fs, const char *path, size_t len,
+			      bool make, const char **last, size_t *last_len,
+			      struct inval_list *inv)
+{
+	struct node *dir = fs->root;
+	const char *p = path, *end = path + len, *slash;
+
+	while ((slash = memchr(p, '/', (size_t)(end - p)))) {
+		size_t clen = (size_t)(slash - p);
+		struct node *c = tree_child(fs, dir, p, clen);
+
+		if (!c) {
+			if (!make)
+				return NULL;
+			c = new_dir(fs, dir, p, clen);
+			if (!c)
+				return NULL;
+			inval_entry_of(fs, inv, dir, p, clen);
+		} else if (c->type == NODE_FILE) {
+			if (!make)
+				return NULL;
+			c = file_to_dir(fs, c, inv);
+			if (!c)
+				return NULL;
+		}
+		dir = c;
+		p = slash + 1;
+	}
+	*last = p;
+	*last_len = (size_t)(end - p);
+	return dir;
+}
+
+static void set_meta(struct node *n, const struct store_kv *kv)
+{
+	n->mod_revision = kv->mod_revision;
+	n->create_revision = kv->create_revision;
+	n->version = kv->version;
+	n->lease = kv->lease;
+	fs_now(&n->mtime);
+}
+
+static int tree_put_node(struct fs *fs, const struct store_kv *kv,
+			 struct inval_list *inv, struct node **out)
+{
+	const char *last;
+	size_t path_len, last_len;
+	char *path = names_key_to_path(kv->key, kv->key_len, &path_len);
+	struct node *dir, *n;
+	int ret = -ENOMEM;
+
+	if (!path)
+		return -ENOMEM;
+	dir = walk_dirs(fs, path, path_len, true, &last, &last_len, inv);
+	if (!dir)
+		goto out;
+	n = tree_child(fs, dir, last, last_len);
+	if (n && n->type == NODE_DIR) {
+		dir = n;
+		last = NAMES_VALUE;
+		last_len = strlen(NAMES_VALUE);
+		n = tree_child(fs, dir, last, last_len);
+	}
+	if (!n) {
+		n = tree_new_node(fs, dir, last, last_len, NODE_FILE);
+		if (!n)
+			goto out;
+		n->key = malloc(kv->key_len + 1);
+		if (!n->key || node_set_value(n, kv->value, kv->value_len)) {
+			node_remove(fs, n);
+			goto out;
+		}
+		memcpy(n->key, kv->key, kv->key_len);
+		n->key[kv->key_len] = '\0';
+		n->key_len = kv->key_len;
+		set_meta(n, kv);
+		inval_entry_of(fs, inv, dir, last, last_len);
+	} else if (n->local || n->pending ||
+		   kv->mod_revision > n->mod_revision) {
+		if (node_set_value(n, kv->value, kv->value_len))
+			goto out;
+		n->local = false;
+		n->pending = false;
+		set_meta(n, kv);
+		if (n->nlookup)
+			inval_add(inv, false, node_id(fs, n), NULL, 0);
+	}
+	if (kv->mod_revision > fs->revision)
+		fs->revision = kv->mod_revision;
+	if (out)
+		*out = n;
+	ret = 0;
+out:
+	free(path);
+	return ret;
+}
+
+int tree_put(struct fs *fs, const struct store_kv *kv, struct inval_list *inv)
+{
+	return tree_put_node(fs, kv, inv, NULL);
+}
+
+struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len)
+{
+	const char *last;
+	size_t path_len, last_len;
+	char *path = names_key_to_path(key, key_len, &path_len);
+	struct node *dir, *n = NULL;
+
+	if (!path)
+		return NULL;
+	dir = walk_dirs(fs, path, path_len, false, &last, &last_len, NULL);
+	if (dir)
+		n = tree_child(fs, dir, last, last_len);
+	if (n && n->type == NODE_DIR)
+		n = tree_child(fs, n, NAMES_VALUE, strlen(NAMES_VALUE));
+	free(path);
+	return n && n->type == NODE_FILE ? n : NULL;
+}
+
+bool tree_dir_has_keys(struct node *dir)
+{
+	struct node *c;
+
+	for (c = dir->child; c; c = c->next) {
+		if (c->type == NODE_FILE && !c->local && !c->pending)
+			return true;
+		if (c->type == NODE_DIR && tree_dir_has_keys(c))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * After a removal below @dir: removes directories that no longer hold
+ * anything (but mkdir'd ones), and moves a lone "%value" back to its
+ * directory's name.
+ */
+void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
+{
+	while (dir && dir != fs->root && !dir->local) {
+		struct node *parent = dir->parent, *v;
+
+		if (!parent)
+			return;
+		if (dir->nchildren == 0) {
+			inval_entry_of(fs, inv, parent, dir->name,
+				       dir->name_len);
+			node_remove(fs, dir);
+			dir = parent;
+			continue;
+		}
+		v = dir->child;
+		if (dir->nchildren == 1 && v->type == NODE_FILE &&
+		    v->name_len == strlen(NAMES_VALUE) &&
+		    memcmp(v->name, NAMES_VALUE, v->name_len) == 0) {
+			inval_entry_of(fs, inv, parent, dir->name,
+				       dir->name_len);
+			tree_detach(fs, v);
+			tree_detach(fs, dir);
+			tree_attach(fs, v, parent, dir->name, dir->name_len);
+			dir->removed = true;
+			node_maybe_free(fs, dir);
+		}
+		return;
+	}
+}
+
+static void remove_file(struct fs *fs, struct node *n, struct inval_list *inv)
+{
+	struct node *dir = n->parent;
+
+	inval_entry_of(fs, inv, dir, n->name, n->name_len);
+	node_remove(fs, n);
+	tree_prune(fs, dir, inv);
+}
+
+int tree_delete(struct fs *fs, const char *key, size_t key_len, int64_t rev,
+		struct inval_list *inv)
+{
+	struct node *n = tree_find_key(fs, key, key_len);
+
+	if (rev > fs->revision)
+		fs->revision = rev;
+	if (!n || n->local || n->pending)
+		return 0;
+	if (rev && n->mod_revision >= rev)
+		return 0;
+	remove_file(fs, n, inv);
+	return 0;
+}
+
+struct victims {
+	struct node **v;
+	size_t n;
+	size_t cap;
+};
+
+static int collect_stale(struct node *dir, const char *prefix, size_t len,
+			 uint64_t gen, int64_t rev, struct victims *vs)
+{
+	struct node *c;
+
+	for (c = dir->child; c; c = c->next) {
+		if (c->type == NODE_DIR) {
+			if (collect_stale(c, prefix, len, gen, rev, vs))
+				return -ENOMEM;
+			continue;
+		}
+		if (c->local || c->pending || c->seen == gen ||
+		    c->mod_revision > rev)
+			continue;
+		/* "%value" of the listed directory lies outside its prefix */
+		if (c->key_len < len || memcmp(c->key, prefix, len) != 0)
+			continue;
+		if (vs->n == vs->cap) {
+			size_t cap = vs->cap ? vs->cap * 2 : 64;
+			struct node **v = realloc(vs->v, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			vs->v = v;
+			vs->cap = cap;
+		}
+		vs->v[vs->n++] = c;
+	}
+	return 0;
+}
+
+/*
+ * Makes the subtree below @dir what the listing @l says it is at
+ * l->revision: keys in it are put, keys not in it (and not written after
+ * it) are removed.  Local and pending files are left alone.
+ */
+int tree_reconcile(struct fs *fs, struct node *dir, const struct store_list *l,
+		   struct inval_list *inv)
+{
+	struct victims vs = { 0 };
+	uint64_t gen = ++fs->gen;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < l->n; i++) {
+		struct node *n = NULL;
+
+		ret = tree_put_node(fs, &l->kvs[i], inv, &n);
+		if (ret)
+			return ret;
+		n->seen = gen;
+	}
+	if (l->revision > fs->revision)
+		fs->revision = l->revision;
+	/* puts add nodes and never remove a directory: dir is still here */
+	ret = collect_stale(dir, dir->key, dir->key_len, gen, l->revision,
+			    &vs);
+	if (ret)
+		goto out;
+	for (i = 0; i < vs.n; i++)
+		remove_file(fs, vs.v[i], inv);
+out:
+	free(vs.v);
+	return ret;
+}

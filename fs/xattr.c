@@ -1,0 +1,409 @@
+/*
+ * xattr.c - a key's revisions as extended attributes, and pins
+ *
+ * Readable on a file of a key:
+ *   user.etcd.resourceVersion  its mod_revision (Kubernetes' name for it)
+ *   user.etcd.createRevision   its create_revision (changes if recreated)
+ *   user.etcd.version          how many times it was written since created
+ *   user.etcd.lease            its lease id, 0 if none
+ *   user.etcd.key              the key itself, relative to the mount prefix
+ * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
+ * revision the mount has seen), user.etcd.backend, user.etcd.watch.
+ *
+ * Writable: user.etcd.pin.  `setfattr -n user.etcd.pin -v REV FILE` pins the
+ * revision that the next commit of FILE's key by the same script must be
+ * based on.  The pin belongs to the script that ran setfattr (setfattr's
+ * parent process) and applies to the next write, truncate, rename or
+ * delete of that key by the script itself or by one of its children; it
+ * is used once.  Scripts running at the same time each have their own pins,
+ * so their read-modify-write loops never disturb one another:
+ *
+ *	rev=$(getfattr --only-values -n user.etcd.resourceVersion counter)
+ *	n=$(cat counter)
+ *	setfattr -n user.etcd.pin -v "$rev" counter
+ *	echo $((n + 1)) | cat > counter || retry   # ESTALE if it moved on
+ *
+ * A pin is forgotten when its script exits or after ten minutes.
+ *
+ * What it cannot do: store arbitrary xattrs (etcd keys have none).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+
+#define XA_PREFIX "user.etcd."
+#define PIN_MAX 4096
+#define PIN_LIFETIME 600
+
+static const char *const file_names[] = {
+	"user.etcd.resourceVersion",
+	"user.etcd.createRevision",
+	"user.etcd.version",
+	"user.etcd.lease",
+	"user.etcd.key",
+};
+
+static const char *const root_names[] = {
+	"user.etcd.endpoint",
+	"user.etcd.revision",
+	"user.etcd.backend",
+	"user.etcd.watch",
+};
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* The parent and start time of @pid, from /proc; false if it is gone. */
+static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long st = 0;
+	int pp = 0, field;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the command name may hold spaces and parentheses: skip to the last */
+	p = strrchr(buf, ')');
+	if (!p)
+		return false;
+	p++;
+	for (field = 3; *p && field <= 22; field++) {
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (field == 4)
+			pp = (int)strtol(p, &end, 10);
+		else if (field == 22)
+			st = strtoull(p, &end, 10);
+		else
+			end = strchr(p, ' ');
+		if (!end)
+			break;
+		p = end;
+	}
+	if (ppid)
+		*ppid = pp;
+	if (start)
+		*start = st;
+	return field > 22;
+}
+
+static void pin_drop(struct fs *fs, size_t i)
+{
+	free(fs->pins[i].key);
+	fs->pins[i] = fs->pins[--fs->npins];
+}
+
+static bool pin_alive(const struct pin *p)
+{
+	unsigned long long start;
+	struct timespec now;
+
+	fs_now(&now);
+	if (now.tv_sec - p->set.tv_sec > PIN_LIFETIME)
+		return false;
+	return proc_stat(p->owner, NULL, &start) && start == p->owner_start;
+}
+
+/* The pin of @key that @pid's writes follow, or -1.  fs->lock held. */
+static ssize_t pin_find(struct fs *fs, const char *key, size_t key_len,
+			pid_t pid)
+{
+	pid_t ppid = 0;
+	size_t i;
+
+	if (!fs->npins)
+		return -1;
+	proc_stat(pid, &ppid, NULL);
+	for (i = 0; i < fs->npins;) {
+		struct pin *p = &fs->pins[i];
+
+		if (!pin_alive(p)) {
+			pin_drop(fs, i);
+			continue;
+		}
+		if (p->key_len == key_len && memcmp(p->key, key, key_len) == 0 &&
+		    (p->owner == pid || p->owner == ppid))
+			return (ssize_t)i;
+		i++;
+	}
+	return -1;
+}
+
+bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
+	      int64_t *rev)
+{
+	ssize_t i = pin_find(fs, key, key_len, pid);
+
+	if (i < 0)
+		return false;
+	*rev = fs->pins[i].rev;
+	pin_drop(fs, (size_t)i);
+	return true;
+}
+
+void pins_free(struct fs *fs)
+{
+	while (fs->npins)
+		pin_drop(fs, 0);
+	free(fs->pins);
+	fs->pins = NULL;
+}
+
+/* Pins @rev for @key on behalf of @setter's parent.  fs->lock held. */
+static int pin_set(struct fs *fs, const char *key, size_t key_len,
+		   pid_t setter, int64_t rev)
+{
+	struct pin p = { 0 };
+	size_t i;
+
+	if (!proc_stat(setter, &p.owner, NULL) ||
+	    !proc_stat(p.owner, NULL, &p.owner_start))
+		return -ESRCH;
+	for (i = 0; i < fs->npins; i++) {
+		if (fs->pins[i].owner == p.owner &&
+		    fs->pins[i].key_len == key_len &&
+		    memcmp(fs->pins[i].key, key, key_len) == 0) {
+			pin_drop(fs, i);
+			break;
+		}
+	}
+	if (fs->npins == PIN_MAX) {
+		size_t oldest = 0;
+
+		for (i = 1; i < fs->npins; i++) {
+			if (fs->pins[i].set.tv_sec <
+			    fs->pins[oldest].set.tv_sec)
+				oldest = i;
+		}
+		pin_drop(fs, oldest);
+	}
+	if (!fs->pins) {
+		fs->pins = calloc(PIN_MAX, sizeof(*fs->pins));
+		if (!fs->pins)
+			return -ENOMEM;
+	}
+	p.key = malloc(key_len + 1);
+	if (!p.key)
+		return -ENOMEM;
+	memcpy(p.key, key, key_len);
+	p.key[key_len] = '\0';
+	p.key_len = key_len;
+	p.rev = rev;
+	fs_now(&p.set);
+	fs->pins[fs->npins++] = p;
+	return 0;
+}
+
+static bool is_key_file(struct node *n)
+{
+	return n->type == NODE_FILE && !n->local && !n->pending;
+}
+
+/* Fills @buf with the value of @name on @n; its length, or -errno. */
+static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
+			   pid_t pid, char *buf, size_t size, char **big)
+{
+	int64_t v;
+	ssize_t i;
+
+	*big = NULL;
+	if (n == fs->root) {
+		if (strcmp(name, "user.etcd.endpoint") == 0)
+			return snprintf(buf, size, "%s",
+					store_endpoint(fs->store));
+		if (strcmp(name, "user.etcd.revision") == 0)
+			return snprintf(buf, size, "%" PRId64, fs->revision);
+		if (strcmp(name, "user.etcd.backend") == 0)
+			return snprintf(buf, size, "%s",
+					store_backend_name(fs->store));
+		if (strcmp(name, "user.etcd.watch") == 0)
+			return snprintf(buf, size, "%s",
+					fs->cfg.nowatch ? "off" :
+					fs->watch_ok ? "connected" :
+					"connecting");
+		return -ENODATA;
+	}
+	if (!is_key_file(n))
+		return -ENODATA;
+	if (strcmp(name, "user.etcd.resourceVersion") == 0)
+		v = n->mod_revision;
+	else if (strcmp(name, "user.etcd.createRevision") == 0)
+		v = n->create_revision;
+	else if (strcmp(name, "user.etcd.version") == 0)
+		v = n->version;
+	else if (strcmp(name, "user.etcd.lease") == 0)
+		v = n->lease;
+	else if (strcmp(name, "user.etcd.key") == 0) {
+		*big = malloc(n->key_len ? n->key_len : 1);
+		if (!*big)
+			return -ENOMEM;
+		memcpy(*big, n->key, n->key_len);
+		return (ssize_t)n->key_len;
+	} else if (strcmp(name, "user.etcd.pin") == 0) {
+		i = pin_find(fs, n->key, n->key_len, pid);
+		if (i < 0)
+			return -ENODATA;
+		v = fs->pins[i].rev;
+	} else {
+		return -ENODATA;
+	}
+	return snprintf(buf, size, "%" PRId64, v);
+}
+
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 size_t size)
+{
+	struct fs *fs = fs_of(req);
+	char buf[512], *big;
+	const char *val;
+	ssize_t len;
+
+	if (strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) != 0) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	len = xattr_value(fs, node_of(fs, ino), name, fuse_req_ctx(req)->pid,
+			  buf, sizeof(buf), &big);
+	pthread_mutex_unlock(&fs->lock);
+	val = big ? big : buf;
+	if (len < 0)
+		fuse_reply_err(req, (int)-len);
+	else if ((size_t)len >= sizeof(buf) && !big)
+		fuse_reply_err(req, E2BIG);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)len);
+	else if (size < (size_t)len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, (size_t)len);
+	free(big);
+}
+
+void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs *fs = fs_of(req);
+	const char *const *names = NULL;
+	char buf[512];
+	size_t n = 0, len = 0, i;
+	struct node *node;
+
+	pthread_mutex_lock(&fs->lock);
+	node = node_of(fs, ino);
+	if (node == fs->root) {
+		names = root_names;
+		n = sizeof(root_names) / sizeof(root_names[0]);
+	} else if (is_key_file(node)) {
+		names = file_names;
+		n = sizeof(file_names) / sizeof(file_names[0]);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(names[i]) + 1;
+
+		memcpy(buf + len, names[i], l);
+		len += l;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, len);
+}
+
+static int parse_rev(const char *value, size_t size, int64_t *rev)
+{
+	char buf[32], *end;
+	long long v;
+
+	while (size && (value[size - 1] == '\n' || value[size - 1] == ' '))
+		size--;
+	if (size == 0 || size >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, value, size);
+	buf[size] = '\0';
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || *end || v <= 0)
+		return -EINVAL;
+	*rev = v;
+	return 0;
+}
+
+void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		 const char *value, size_t size, int flags)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n;
+	int64_t rev;
+	int err;
+
+	if (fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (strcmp(name, "user.etcd.pin") != 0) {
+		bool ours = strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) == 0;
+
+		fuse_reply_err(req, ours ? EPERM : ENOTSUP);
+		return;
+	}
+	err = parse_rev(value, size, &rev);
+	if (err) {
+		fuse_reply_err(req, -err);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	if (!is_key_file(n))
+		err = n->type == NODE_DIR ? -EISDIR : -ENODATA;
+	else
+		err = pin_set(fs, n->key, n->key_len, fuse_req_ctx(req)->pid,
+			      rev);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_err(req, -err);
+}
+
+void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	pid_t owner = 0;
+	struct node *n;
+	ssize_t i = -1;
+
+	if (fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (strcmp(name, "user.etcd.pin") != 0) {
+		bool ours = strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) == 0;
+
+		fuse_reply_err(req, ours ? EPERM : ENODATA);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	/* removexattr runs in setfattr -x: the pin is its parent's */
+	if (is_key_file(n) && proc_stat(fuse_req_ctx(req)->pid, &owner, NULL))
+		i = pin_find(fs, n->key, n->key_len, owner);
+	if (i >= 0)
+		pin_drop(fs, (size_t)i);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_err(req, i >= 0 ? 0 : ENODATA);
+}
