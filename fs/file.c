@@ -10,10 +10,10 @@
  * with ESTALE and etcd keeps their value.
  *
  * A flush commits only when data was written or the file is new: a file
- * opened with O_TRUNC and not yet written is committed at release or
- * fsync, because shells open, dup2() and close() a redirection's file
- * before the command writes to it, and that close must not store an empty
- * value in between.
+ * opened with O_TRUNC and not yet written (new or not) is committed at
+ * release or fsync, because shells open, dup2() and close() a
+ * redirection's file before the command writes to it, and that close must
+ * not store an empty value in between.
  *
  * Temp files of editors and tools (fs_is_temp_name) live in memory only:
  * their content is the node's value, shared by every open file.
@@ -43,6 +43,7 @@ struct handle {
 	bool failed;		/* a commit failed: do not try again */
 	bool counted;		/* counted in node->dirty_handles */
 	bool append;
+	bool echo;		/* the echo thread's: writes are no-ops */
 	pid_t pid;		/* the opener, whose pins apply */
 };
 
@@ -206,6 +207,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	struct store_error err = { 0 };
 	struct store_kv sugg = { 0 }, out = { 0 };
 	struct update_arg arg = { data, len };
+	struct inflight in;
 	struct node *cur;
 	bool have_sugg = false;
 	int ret;
@@ -213,6 +215,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	if (len > store_max_value_size(fs->store))
 		return -EFBIG;
 	pthread_mutex_lock(&fs->lock);
+	inflight_begin(fs, &in, key, key_len);
 	pin_take(fs, key, key_len, pid, &base);
 	/* what the mirror knows saves the read, if it is what we based on */
 	cur = tree_find_key(fs, key, key_len);
@@ -241,6 +244,9 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	if (ret == STORE_ENOTFOUND)
 		ret = STORE_EPRECONDITION;	/* deleted since it was read */
 	if (ret) {
+		pthread_mutex_lock(&fs->lock);
+		inflight_end(fs, &in);
+		pthread_mutex_unlock(&fs->lock);
 		if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT)
 			fuse_log(FUSE_LOG_WARNING,
 				 "etcdfs: '%s' not saved: changed since "
@@ -263,6 +269,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	}
 	if (out.mod_revision > fs->revision)
 		fs->revision = out.mod_revision;
+	inflight_end(fs, &in);
 	pthread_mutex_unlock(&fs->lock);
 	store_kv_release(&out);
 	return 0;
@@ -275,13 +282,13 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 static int handle_sync(struct fs *fs, struct handle *h, bool final)
 {
 	struct node *n = h->node;
-	bool pending, gone;
+	bool pending, gone, need;
 	char *key;
 	size_t key_len;
 	int64_t base;
 	int ret;
 
-	if (h->local || h->failed)
+	if (h->local || h->failed || h->echo)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	pending = n->pending;
@@ -289,13 +296,15 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 	base = n->pending ? n->mod_revision : h->base;
 	key = NULL;
 	key_len = n->key_len;
-	if (!gone && (h->dirty || pending || (final && h->truncated))) {
+	need = h->dirty || (final && h->truncated) ||
+	       (pending && (final || !h->truncated));
+	if (!gone && need) {
 		key = malloc(key_len + 1);
 		if (key)
 			memcpy(key, n->key, key_len);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (gone || !(h->dirty || pending || (final && h->truncated)))
+	if (gone || !need)
 		return 0;
 	if (!key)
 		return -ENOMEM;
@@ -318,7 +327,7 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 }
 
 static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
-				 pid_t pid)
+				 pid_t pid, bool echo)
 {
 	struct handle *h = calloc(1, sizeof(*h));
 
@@ -330,7 +339,10 @@ static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
 	h->append = fi->flags & O_APPEND;
 	h->pid = pid;
 	h->base = n->mod_revision;
-	if (!h->local) {
+	h->echo = echo;
+	if (echo) {
+		/* the mirror has the value already */
+	} else if (!h->local) {
 		bool trunc = fi->flags & O_TRUNC;
 		size_t len = trunc ? 0 : n->size;
 
@@ -344,7 +356,8 @@ static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
 		h->buf[len] = '\0';
 		h->len = len;
 		h->cap = len + 1;
-		h->truncated = trunc && n->size > 0;
+		/* a shell's redirection closes once before it writes */
+		h->truncated = trunc && (n->size > 0 || n->pending);
 	} else if (fi->flags & O_TRUNC) {
 		local_resize(n, 0);
 	}
@@ -418,22 +431,34 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	struct inval_list inv = { 0 };
+	struct echo_ev *echo;
 	struct handle *h;
 	struct node *n;
 	int err;
 
-	if (wr && fs->cfg.ro) {
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	echo = echo_of(fs, req);
+	if (wr && fs->cfg.ro && !echo) {
+		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	pthread_mutex_lock(&fs->lock);
-	n = node_of(fs, ino);
 	if (n->type == NODE_DIR) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	if (!n->local && !n->pending && !n->removed &&
+	if (echo && !echo->del && n->key_len == echo->kv.key_len &&
+	    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
+		/* another client changed it: the echo's open applies it */
+		tree_put(fs, &echo->kv, &inv);
+		echo->applied = true;
+	} else if (echo) {
+		echo = NULL;
+	}
+	if (!echo && !n->local && !n->pending && !n->removed &&
 	    (fs->cfg.nowatch || fs->cfg.quorum)) {
 		err = -refresh_file(fs, n);
 		if (!err && n->removed)
@@ -444,8 +469,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	h = handle_new(n, fi, fuse_req_ctx(req)->pid);
+	h = handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL);
 	pthread_mutex_unlock(&fs->lock);
+	inval_release(&inv);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -494,20 +520,39 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
+	struct inval_list inv = { 0 };
 	struct fuse_entry_param e;
+	struct echo_ev *echo;
 	struct handle *h;
 	struct node *dir, *n;
 	int err = 0;
 
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	pthread_mutex_lock(&fs->lock);
+	echo = echo_of(fs, req);
+	if (fs->cfg.ro && !echo) {
+		err = EROFS;
+		goto out;
+	}
 	dir = node_of(fs, parent);
 	if (dir->type != NODE_DIR) {
 		err = ENOTDIR;
 		goto out;
+	}
+	if (echo) {
+		/* another client made this key: the echo's creat applies it */
+		if (echo->del || tree_child(fs, dir, name, strlen(name)) ||
+		    tree_put(fs, &echo->kv, &inv)) {
+			err = EIO;
+			goto out;
+		}
+		echo->applied = true;
+		inval_release(&inv);
+		n = tree_child(fs, dir, name, strlen(name));
+		if (!n) {
+			err = EIO;
+			goto out;
+		}
+		goto open;
 	}
 	n = tree_child(fs, dir, name, strlen(name));
 	if (n && (fi->flags & O_EXCL)) {
@@ -523,7 +568,8 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err)
 			goto out;
 	}
-	h = handle_new(n, fi, fuse_req_ctx(req)->pid);
+open:
+	h = handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL);
 	if (!h) {
 		err = ENOMEM;
 		goto out;
@@ -649,6 +695,8 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	size_t max = store_max_value_size(fs->store), o = (size_t)off;
 	int err = 0;
 
+	if (h->echo)
+		goto out;
 	if (h->local) {
 		struct node *n = h->node;
 
@@ -700,6 +748,8 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 
 	if (size < 0)
 		return -EINVAL;
+	if (h->echo)
+		return 0;
 	if (h->local) {
 		pthread_mutex_lock(&fs->lock);
 		err = local_resize(h->node, (size_t)size);

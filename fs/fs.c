@@ -156,6 +156,42 @@ void fs_send_invals(struct fs *fs, struct inval_list *l)
 	inval_release(l);
 }
 
+#define ECHO_QUEUE_MAX 100000
+
+void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
+		    size_t key_len)
+{
+	in->key = key;
+	in->key_len = key_len;
+	in->next = fs->inflight;
+	fs->inflight = in;
+}
+
+void inflight_end(struct fs *fs, struct inflight *in)
+{
+	struct inflight **p;
+
+	for (p = &fs->inflight; *p; p = &(*p)->next) {
+		if (*p == in) {
+			*p = in->next;
+			break;
+		}
+	}
+	pthread_cond_broadcast(&fs->inflight_cond);
+}
+
+bool inflight_has(struct fs *fs, const char *key, size_t key_len)
+{
+	struct inflight *in;
+
+	for (in = fs->inflight; in; in = in->next) {
+		if (in->key_len == key_len &&
+		    memcmp(in->key, key, key_len) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void log_store_error(const char *what, const struct store_error *err)
 {
 	fuse_log(FUSE_LOG_ERR, "etcdfs: %s '%s': %s\n", what, err->key,
@@ -241,30 +277,82 @@ static int start_watch(struct fs *fs, int64_t from)
 }
 
 /*
+ * Hands a change from elsewhere to the echo thread, or applies it at once
+ * when there is none (or its queue is long).  fs->lock held.
+ */
+void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
+{
+	struct inval_list *inv = &fs->pending_invals;
+
+	if (fs->echo_running && fs->echo_len < ECHO_QUEUE_MAX &&
+	    echo_queue(fs, del, kv, rev) == 0)
+		return;
+	if (del)
+		tree_delete(fs, kv->key, kv->key_len, rev, inv);
+	else
+		tree_put(fs, kv, inv);
+}
+
+/* Sends the invalidations fs_apply() gathered.  fs->lock held, dropped. */
+static void unlock_and_send(struct fs *fs)
+{
+	struct inval_list inv = fs->pending_invals;
+
+	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
+	pthread_mutex_unlock(&fs->lock);
+	fs_send_invals(fs, &inv);
+}
+
+/*
  * The watch's history is gone: list everything again, turn the
- * differences into changes of the tree, and watch again from there.  The
- * old watch's thread ends when this callback returns; it is joined later.
+ * differences into changes (echoed, so watchers see them), and watch again
+ * from there.  The old watch's thread ends when this callback returns; it
+ * is joined when the filesystem stops.
  */
 static void relist(struct fs *fs)
 {
+	struct store_list l = { 0 };
+	struct store_error err = { 0 };
 	struct store_watch *old = fs->watch;
+	struct node **stale = NULL;
+	size_t nstale = 0, i;
+	uint64_t gen;
 	int64_t rev;
 
-	for (;;) {
-		int ret = refresh_dir(fs, fs->root);
-
-		if (ret == 0)
-			break;
-		fuse_log(FUSE_LOG_WARNING,
-			 "etcdfs: cannot list again after compaction: %s\n",
-			 strerror(-ret));
+	while (store_list(fs->store, "", 0, 0, &l, &err)) {
+		log_store_error("cannot list again after compaction", &err);
+		store_list_release(&l);
 		sleep(1);
 	}
 	pthread_mutex_lock(&fs->lock);
-	rev = fs->revision;
+	gen = ++fs->gen;
+	for (i = 0; i < l.n; i++) {
+		struct node *n = tree_find_key(fs, l.kvs[i].key,
+					       l.kvs[i].key_len);
+
+		if (n)
+			n->seen = gen;
+		if (!n || n->mod_revision < l.kvs[i].mod_revision)
+			fs_apply(fs, false, &l.kvs[i], 0);
+	}
+	if (tree_collect_stale(fs, gen, l.revision, &stale, &nstale) == 0) {
+		for (i = 0; i < nstale; i++) {
+			struct store_kv kv = {
+				.key = stale[i]->key,
+				.key_len = stale[i]->key_len,
+			};
+
+			fs_apply(fs, true, &kv, l.revision);
+		}
+	}
+	free(stale);
+	if (l.revision > fs->revision)
+		fs->revision = l.revision;
+	rev = l.revision;
 	if (fs->nold < sizeof(fs->old) / sizeof(fs->old[0]))
 		fs->old[fs->nold++] = old;
-	pthread_mutex_unlock(&fs->lock);
+	unlock_and_send(fs);
+	store_list_release(&l);
 	/* on failure it is logged, and the mount goes on without a watch */
 	start_watch(fs, rev + 1);
 }
@@ -272,17 +360,15 @@ static void relist(struct fs *fs)
 static void watch_event(void *arg, const struct store_event *ev)
 {
 	struct fs *fs = arg;
-	struct inval_list inv = { 0 };
 
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
-		tree_put(fs, &ev->kv, &inv);
+		fs_apply(fs, false, &ev->kv, 0);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_DELETE:
-		tree_delete(fs, ev->kv.key, ev->kv.key_len, ev->revision,
-			    &inv);
+		fs_apply(fs, true, &ev->kv, ev->revision);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:
@@ -294,8 +380,7 @@ static void watch_event(void *arg, const struct store_event *ev)
 		fs->watch_ok = false;
 		break;
 	}
-	pthread_mutex_unlock(&fs->lock);
-	fs_send_invals(fs, &inv);
+	unlock_and_send(fs);
 	if (ev->type == STORE_EV_ERROR) {
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: %s\n",
 			 store_strerror(ev->err));
@@ -319,6 +404,9 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 			 err.msg);
 	if (fs->cfg.nowatch)
 		return;
+	if (fs->se && fs->cfg.mountpoint && echo_start(fs))
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
+			 "changes will not show as inotify events\n");
 	pthread_mutex_lock(&fs->lock);
 	from = fs->revision + 1;
 	pthread_mutex_unlock(&fs->lock);
@@ -336,6 +424,7 @@ static void fs_destroy(void *userdata)
 	for (i = 0; i < fs->nold; i++)
 		store_watch_stop(fs->old[i]);
 	fs->nold = 0;
+	echo_stop(fs);
 }
 
 static struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
@@ -766,13 +855,15 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct node *dir, *n;
 	char *key;
 	size_t key_len;
+	bool echo;
 	int err = 0;
 
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	pthread_mutex_lock(&fs->lock);
+	echo = echo_of(fs, req) != NULL;
+	if (fs->cfg.ro && !echo) {
+		err = EROFS;
+		goto out;
+	}
 	dir = dir_of(fs, parent, &err);
 	if (!dir)
 		goto out;
@@ -791,7 +882,8 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	n->key = key;
 	n->key_len = key_len;
-	n->local = true;
+	/* a directory the echo makes holds a key in a moment */
+	n->local = !echo;
 	pthread_mutex_unlock(&fs->lock);
 	fs_reply_entry(fs, req, n);
 	return;
@@ -805,19 +897,23 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct inval_list inv = { 0 };
 	struct node *dir, *n;
+	bool echo;
 	int err = 0;
 
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	pthread_mutex_lock(&fs->lock);
+	echo = echo_of(fs, req) != NULL;
+	if (fs->cfg.ro && !echo) {
+		err = EROFS;
+		goto out;
+	}
 	dir = dir_of(fs, parent, &err);
 	if (!dir)
 		goto out;
 	n = tree_child(fs, dir, name, strlen(name));
 	if (!n)
 		err = ENOENT;
+	else if (echo && n->local)
+		err = EBUSY;	/* somebody's mkdir: it stays */
 	else if (n->type != NODE_DIR)
 		err = ENOTDIR;
 	else if (n->nchildren)
@@ -829,7 +925,8 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	n->removed = true;
 	n->refs++;
 	node_unref(fs, n);
-	tree_prune(fs, dir, &inv);
+	if (!echo)
+		tree_prune(fs, dir, &inv);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_err(req, err);
@@ -845,16 +942,23 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 {
 	struct store_preconditions pre = { .mod_revision = rev };
 	struct store_error err = { 0 };
+	struct inflight in;
 	int64_t drev = 0;
 	int ret;
 
+	pthread_mutex_lock(&fs->lock);
+	inflight_begin(fs, &in, key, key_len);
+	pthread_mutex_unlock(&fs->lock);
 	ret = store_delete(fs->store, key, key_len, &pre, NULL, &drev, &err);
+	pthread_mutex_lock(&fs->lock);
 	if (ret && ret != STORE_ENOTFOUND) {
+		inflight_end(fs, &in);
+		pthread_mutex_unlock(&fs->lock);
 		if (ret != STORE_EPRECONDITION)
 			log_store_error("cannot delete", &err);
 		return -fs_errno(ret);
 	}
-	pthread_mutex_lock(&fs->lock);
+	inflight_end(fs, &in);
 	if (!n->removed && n->parent && !n->local) {
 		struct node *dir = n->parent;
 
@@ -877,14 +981,16 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct node *dir, *n;
 	char *key = NULL;
 	size_t key_len = 0;
+	struct echo_ev *echo;
 	int64_t rev;
 	int err = 0;
 
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	pthread_mutex_lock(&fs->lock);
+	echo = echo_of(fs, req);
+	if (fs->cfg.ro && !echo) {
+		err = EROFS;
+		goto out;
+	}
 	dir = dir_of(fs, parent, &err);
 	if (!dir)
 		goto out;
@@ -895,6 +1001,22 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (n->type == NODE_DIR) {
 		err = EISDIR;
+		goto out;
+	}
+	if (echo) {
+		/* another client deleted it: the echo's rmdirs prune */
+		if (echo->del && n->key_len == echo->kv.key_len &&
+		    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
+			tree_detach(fs, n);
+			n->removed = true;
+			n->refs++;
+			node_unref(fs, n);
+			echo->applied = true;
+			if (echo->rev > fs->revision)
+				fs->revision = echo->rev;
+		} else {
+			err = EPERM;
+		}
 		goto out;
 	}
 	if (n->local && n->ghost_key) {
@@ -999,9 +1121,10 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct store_error serr = { 0 };
 	struct store_preconditions pre_from = { 0 }, pre_to = { 0 };
 	struct node *dir, *ndir, *n, *old;
+	struct inflight in_from, in_to;
 	char *key = NULL, *from_key = NULL;
 	size_t key_len, from_len = 0;
-	bool to_temp;
+	bool to_temp, in_end = false;
 	int64_t rev = 0;
 	int err = 0, ret;
 
@@ -1120,10 +1243,13 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pre_from.mod_revision = n->mod_revision;
 		pin_take(fs, from_key, from_len, fuse_req_ctx(req)->pid,
 			 &pre_from.mod_revision);
+		inflight_begin(fs, &in_from, from_key, from_len);
+		inflight_begin(fs, &in_to, key, key_len);
 		pthread_mutex_unlock(&fs->lock);
 		ret = store_move(fs->store, from_key, from_len, &pre_from, key,
 				 key_len, &pre_to, NULL, 0, &rev, &serr);
 		pthread_mutex_lock(&fs->lock);
+		in_end = true;
 		err = fs_errno(ret);
 		if (ret && ret != STORE_EPRECONDITION)
 			log_store_error("cannot rename", &serr);
@@ -1143,6 +1269,10 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		key = NULL;
 		n->local = false;
 		tree_move(fs, n, ndir, newname, old, &inv);
+	}
+	if (in_end) {
+		inflight_end(fs, &in_from);
+		inflight_end(fs, &in_to);
 	}
 	if (!err && from_key && (from_len != key_len ||
 				 memcmp(from_key, n->key, key_len) != 0)) {
@@ -1244,6 +1374,9 @@ struct fs *fs_new(const struct fs_config *cfg)
 	fs->cfg = *cfg;
 	fs->store = cfg->store;
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->echo_lock, NULL);
+	pthread_cond_init(&fs->echo_cond, NULL);
+	pthread_cond_init(&fs->inflight_cond, NULL);
 	fs->nbuckets = 1024;
 	fs->buckets = calloc(fs->nbuckets, sizeof(*fs->buckets));
 	fs->root = calloc(1, sizeof(*fs->root));
@@ -1300,6 +1433,10 @@ void fs_free(struct fs *fs)
 	free_subtree(fs->root);
 	free(fs->buckets);
 	pins_free(fs);
+	inval_release(&fs->pending_invals);
+	pthread_cond_destroy(&fs->echo_cond);
+	pthread_cond_destroy(&fs->inflight_cond);
+	pthread_mutex_destroy(&fs->echo_lock);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);
 }

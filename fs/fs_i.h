@@ -107,6 +107,21 @@ struct pin {
 	struct timespec set;
 };
 
+struct inflight {
+	struct inflight *next;
+	const char *key;	/* borrowed from the writer */
+	size_t key_len;
+};
+
+/* A change from the watch, waiting for the echo thread. */
+struct echo_ev {
+	struct echo_ev *next;
+	bool del;
+	struct store_kv kv;	/* owned */
+	int64_t rev;		/* the revision of a deletion */
+	bool applied;		/* a handler applied it to the mirror */
+};
+
 struct fs {
 	struct fs_config cfg;
 	struct store *store;
@@ -128,6 +143,28 @@ struct fs {
 	struct store_watch *old[16];	/* ended by compactions, to join */
 	size_t nold;
 	bool watch_ok;			/* the watch is connected */
+
+	/* the echo thread (echo.c); echo_cur is protected by lock */
+	struct echo_ev *echo_cur;
+	pthread_t echo_thread;
+	pid_t echo_tid;
+	bool echo_running;
+	pthread_mutex_t echo_lock;	/* guards the queue and the below */
+	pthread_cond_t echo_cond;
+	struct echo_ev *echo_head;
+	struct echo_ev *echo_tail;
+	size_t echo_len;
+	uint64_t echo_done;
+	bool echo_stop;
+	struct inval_list pending_invals;	/* protected by lock */
+
+	/*
+	 * Keys the mount is writing right now (protected by lock): their
+	 * watch events wait until the write is in the mirror, so that the
+	 * mount's own writes are never echoed.
+	 */
+	struct inflight *inflight;
+	pthread_cond_t inflight_cond;
 	struct timespec mounted;
 };
 
@@ -138,6 +175,13 @@ struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
+void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
+	      int64_t rev);
+/* With fs->lock held: @in names @key as being written, until ..._end. */
+void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
+		    size_t key_len);
+void inflight_end(struct fs *fs, struct inflight *in);
+bool inflight_has(struct fs *fs, const char *key, size_t key_len);
 
 /* node.c: all with fs->lock held */
 struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
@@ -159,6 +203,8 @@ void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv);
 int tree_reconcile(struct fs *fs, struct node *dir,
 		   const struct store_list *l, struct inval_list *inv);
 bool tree_dir_has_keys(struct node *dir);
+int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
+		       struct node ***out, size_t *n);
 int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
 	      const char *name, size_t len);
 void inval_release(struct inval_list *l);
@@ -186,6 +232,14 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
 		    size_t len, pid_t pid);
+
+/* echo.c */
+int echo_start(struct fs *fs);
+void echo_stop(struct fs *fs);
+int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
+	       int64_t rev);
+/* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
+struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
 
 /* xattr.c */
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -596,3 +596,22 @@ out:
 	free(vs.v);
 	return ret;
 }
+
+/*
+ * The files below the root that the reconcile generation @gen did not see
+ * and that are not newer than @rev: what a listing at @rev no longer has.
+ */
+int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
+		       struct node ***out, size_t *n)
+{
+	struct victims vs = { 0 };
+	int ret = collect_stale(fs->root, "", 0, gen, rev, &vs);
+
+	if (ret) {
+		free(vs.v);
+		return ret;
+	}
+	*out = vs.v;
+	*n = vs.n;
+	return 0;
+}
