@@ -101,7 +101,8 @@ static bool path_add(char *buf, size_t *len, const char *name, size_t nlen)
  * @path where each ends, shallowest first.  fs->lock held.
  */
 static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
-			     size_t *ndirs, size_t *dirs, size_t maxdirs)
+			     size_t *ndirs, size_t *dirs, size_t maxdirs,
+			     struct inval_list *inv)
 {
 	size_t plen, len = strlen(fs->cfg.mountpoint), i = 0;
 	char *p = names_key_to_path(e->kv.key, e->kv.key_len, &plen);
@@ -162,6 +163,9 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 	*ndirs = i;
 	if (e->del)
 		return ECHO_DELETE;
+	/* open files keep what they read: the change goes to a new inode */
+	if (n && n->nopen && !tree_replace(fs, n, inv))
+		return ECHO_DIRECT;
 	return n ? ECHO_MODIFY : ECHO_CREATE;
 direct:
 	free(p);
@@ -259,7 +263,7 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
 				      &until) != ETIMEDOUT)
 		;
-	a = plan(fs, e, path, &ndirs, dirs, 64);
+	a = plan(fs, e, path, &ndirs, dirs, 64, &inv);
 	if (a == ECHO_DIRECT)
 		apply_direct(fs, e, &inv);
 	if (a == ECHO_SKIP || a == ECHO_DIRECT) {
@@ -269,6 +273,8 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	}
 	fs->echo_cur = e;
 	pthread_mutex_unlock(&fs->lock);
+	/* a replaced inode: the kernel must look the name up again */
+	fs_send_invals(fs, &inv);
 
 	replay(fs, e, a, path, dirs, ndirs);
 

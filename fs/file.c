@@ -340,6 +340,8 @@ static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
 	h->pid = pid;
 	h->base = n->mod_revision;
 	h->echo = echo;
+	if (!echo)
+		n->nopen++;
 	if (echo) {
 		/* the mirror has the value already */
 	} else if (!h->local) {
@@ -370,6 +372,8 @@ static void handle_free(struct fs *fs, struct handle *h)
 	struct node *n = h->node;
 
 	pthread_mutex_lock(&fs->lock);
+	if (!h->echo)
+		n->nopen--;
 	if (h->counted)
 		n->dirty_handles--;
 	/* a new file whose creation could not be saved does not exist */
@@ -379,7 +383,7 @@ static void handle_free(struct fs *fs, struct handle *h)
 
 		tree_detach(fs, n);
 		n->removed = true;
-		tree_prune(fs, dir, &inv);
+		tree_keep(fs, dir);
 		inval_release(&inv);
 	}
 	node_unref(fs, n);

@@ -926,7 +926,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	n->refs++;
 	node_unref(fs, n);
 	if (!echo)
-		tree_prune(fs, dir, &inv);
+		tree_keep(fs, dir);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_err(req, err);
@@ -965,7 +965,7 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
 		tree_detach(fs, n);
 		n->removed = true;
-		tree_prune(fs, dir, inv);
+		tree_keep(fs, dir);
 	}
 	if (drev > fs->revision)
 		fs->revision = drev;
@@ -1053,7 +1053,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		n->removed = true;
 		n->refs++;
 		node_unref(fs, n);
-		tree_prune(fs, dir, &inv);
+		tree_keep(fs, dir);
 		goto out;
 	}
 	n->refs++;
@@ -1075,7 +1075,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		tree_detach(fs, n);
 		n->removed = true;
-		tree_prune(fs, d, &inv);
+		tree_keep(fs, d);
 	}
 	node_unref(fs, n);
 	free(key);
@@ -1101,7 +1101,7 @@ static void tree_move(struct fs *fs, struct node *n, struct node *dir,
 	tree_detach(fs, n);
 	tree_attach(fs, n, dir, name, strlen(name));
 	if (from && from != dir)
-		tree_prune(fs, from, inv);
+		tree_keep(fs, from);
 }
 
 /* Replaces @n's key (a malloc()ed buffer it takes). */

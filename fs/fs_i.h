@@ -54,6 +54,7 @@ struct node {
 
 	uint64_t nlookup;	/* the kernel's references */
 	unsigned refs;		/* open handles and requests in flight */
+	unsigned nopen;		/* open handles (but the echo's) */
 
 	/* Files: the value as etcd has it (or the local content). */
 	char *value;
@@ -200,6 +201,9 @@ int tree_delete(struct fs *fs, const char *key, size_t key_len,
 		int64_t rev, struct inval_list *inv);
 struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len);
 void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv);
+void tree_keep(struct fs *fs, struct node *dir);
+struct node *tree_replace(struct fs *fs, struct node *n,
+			  struct inval_list *inv);
 int tree_reconcile(struct fs *fs, struct node *dir,
 		   const struct store_list *l, struct inval_list *inv);
 bool tree_dir_has_keys(struct node *dir);

@@ -501,6 +501,54 @@ void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
 	}
 }
 
+/*
+ * After the mount's own removal or move of a name in @dir: as on a local
+ * disk, the directory stays, even empty, until rmdir.
+ */
+void tree_keep(struct fs *fs, struct node *dir)
+{
+	if (dir && dir != fs->root && dir->nchildren == 0)
+		dir->local = true;
+}
+
+/*
+ * Puts a copy of the file @n in its place, with the same st_ino, and
+ * leaves @n to the files open on it: a change from elsewhere then goes to
+ * the copy, and the kernel's pages and size of @n, which those open files
+ * read, stay as they were.  NULL on ENOMEM (and @n stays).
+ */
+struct node *tree_replace(struct fs *fs, struct node *n,
+			  struct inval_list *inv)
+{
+	struct node *dir = n->parent, *r;
+	char *key = malloc(n->key_len + 1);
+
+	if (!key)
+		return NULL;
+	memcpy(key, n->key, n->key_len);
+	key[n->key_len] = '\0';
+	tree_detach(fs, n);
+	r = tree_new_node(fs, dir, n->name, n->name_len, NODE_FILE);
+	if (!r || node_set_value(r, n->value, n->size)) {
+		if (r)
+			node_remove(fs, r);
+		tree_attach(fs, n, dir, n->name, n->name_len);
+		free(key);
+		return NULL;
+	}
+	r->key = key;
+	r->key_len = n->key_len;
+	r->ino = n->ino;
+	r->mod_revision = n->mod_revision;
+	r->create_revision = n->create_revision;
+	r->version = n->version;
+	r->lease = n->lease;
+	r->mtime = n->mtime;
+	n->removed = true;
+	inval_entry_of(fs, inv, dir, n->name, n->name_len);
+	return r;
+}
+
 static void remove_file(struct fs *fs, struct node *n, struct inval_list *inv)
 {
 	struct node *dir = n->parent;

@@ -359,9 +359,8 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	if (strcmp(name, "user.etcd.pin") != 0) {
-		bool ours = strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) == 0;
-
-		fuse_reply_err(req, ours ? EPERM : ENOTSUP);
+		/* ENOTSUP, which cp -a and mv do not report as a failure */
+		fuse_reply_err(req, ENOTSUP);
 		return;
 	}
 	err = parse_rev(value, size, &rev);
