@@ -41,7 +41,9 @@ struct handle {
 	bool dirty;		/* written since the last commit */
 	bool truncated;		/* opened with O_TRUNC, not written yet */
 	bool failed;		/* a commit failed: do not try again */
-	bool counted;		/* counted in node->dirty_handles */
+	struct handle *nnext;	/* in node->handles, under fs->lock */
+	bool writer;		/* opened for writing */
+	bool written;		/* write() was called */
 	bool append;
 	bool echo;		/* the echo thread's: writes are no-ops */
 	pid_t pid;		/* the opener, whose pins apply */
@@ -77,7 +79,7 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
 
 /*
  * The names editors and tools give their temp, swap and backup files:
- * vim's ".NAME.swp" (to .swa, and ".NAME.swpx"), "NAME~" and its "4913" probe (and the
+ * vim's ".NAME.swp" (and the names it tries after it), "NAME~" and its "4913" probe (and the
  * numbers it tries after it), sed -i's "sedXXXXXX", perl -i's "XXxxxxxx",
  * nano's "NAME.save", emacs' "#NAME#" and ".#NAME", rsync's ".NAME.XXXXXX".
  */
@@ -90,14 +92,15 @@ bool fs_is_temp_name(const char *name)
 		return false;
 	if (name[len - 1] == '~')
 		return true;
-	/* vim checks long names work with ".NAME.swpx" first */
-	if (name[0] == '.' && len > 6 && name[len - 1] == 'x')
-		len--;
-	if (name[0] == '.' && len > 5 && name[len - 4] == '.' &&
-	    name[len - 3] == 's' && name[len - 2] == 'w' &&
-	    name[len - 1] >= 'a' && name[len - 1] <= 'p')
+	/*
+	 * vim's swap files: ".NAME.swp", then .swo, .swn ... .saa, and
+	 * ".NAME.swx"/".NAME.swpx" with which it tries names out.
+	 */
+	dot = strrchr(name, '.');
+	if (name[0] == '.' && dot && dot > name && dot[1] == 's' &&
+	    islower((unsigned char)dot[2]) && islower((unsigned char)dot[3]) &&
+	    (dot[4] == '\0' || (dot[4] == 'x' && dot[5] == '\0')))
 		return true;
-	len = strlen(name);
 	if (len >= 4 && len <= 5 && strspn(name, "0123456789") == len) {
 		long v = strtol(name, NULL, 10);
 
@@ -201,12 +204,13 @@ static struct node *find_ghost(struct node *dir, const char *key,
 
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid)
+		    size_t len, pid_t pid, bool own, int64_t *rev)
 {
 	struct store_preconditions pre = { 0 };
 	struct store_error err = { 0 };
 	struct store_kv sugg = { 0 }, out = { 0 };
 	struct update_arg arg = { data, len };
+	struct inval_list inv = { 0 };
 	struct inflight in;
 	struct node *cur;
 	bool have_sugg = false;
@@ -258,31 +262,47 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		return -fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
-	if (!node_set_value(n, data, len)) {
-		n->mod_revision = out.mod_revision;
-		n->create_revision = out.create_revision;
-		n->version = out.version;
-		n->lease = out.lease;
-		n->pending = false;
-		n->local = false;
-		fs_now(&n->mtime);
+	/* a handle's node may have been replaced: the tree's is the key's */
+	cur = n->removed && !n->pending ? tree_find_key(fs, key, key_len) : n;
+	/*
+	 * Files open on it read the old value from the kernel's cache: the
+	 * new one goes to a new inode (one inode, one revision), so that no
+	 * reader ever sees a revision's attributes with another's bytes.
+	 */
+	if (cur && own && cur->nopen > (cur == n ? 1u : 0u) && !cur->local &&
+	    !cur->pending)
+		cur = tree_replace(fs, cur, &inv) ?: cur;
+	if (cur && !node_set_value(cur, data, len)) {
+		cur->mod_revision = out.mod_revision;
+		cur->create_revision = out.create_revision;
+		cur->version = out.version;
+		cur->lease = out.lease;
+		cur->pending = false;
+		cur->local = false;
+		fs_now(&cur->mtime);
 	}
 	if (out.mod_revision > fs->revision)
 		fs->revision = out.mod_revision;
 	inflight_end(fs, &in);
 	pthread_mutex_unlock(&fs->lock);
+	fs_send_invals(fs, &inv);
+	if (rev)
+		*rev = out.mod_revision;
 	store_kv_release(&out);
 	return 0;
 }
 
 /*
  * Commits @h's copy if it needs it: when written, when its file is new,
- * or (when @final) when it was only truncated.  @h->lock held.
+ * or (when @final) when it was only truncated.  Returns 1 if it
+ * committed, 0 if there was nothing to, or a negative errno.
+ * @h->lock held.
  */
 static int handle_sync(struct fs *fs, struct handle *h, bool final)
 {
 	struct node *n = h->node;
 	bool pending, gone, need;
+	int64_t rev = 0;
 	char *key;
 	size_t key_len;
 	int64_t base;
@@ -309,21 +329,26 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 	if (!key)
 		return -ENOMEM;
 	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
-			      h->pid);
+			      h->pid, true, &rev);
 	free(key);
-	pthread_mutex_lock(&fs->lock);
-	if (h->counted) {
-		n->dirty_handles--;
-		h->counted = false;
-	}
 	if (!ret)
-		h->base = n->mod_revision;
-	pthread_mutex_unlock(&fs->lock);
+		h->base = rev;
 	h->dirty = false;
 	h->truncated = false;
 	if (ret)
 		h->failed = true;
-	return ret;
+	return ret ? ret : 1;
+}
+
+/*
+ * After a commit: readers' pages and sizes are the old value's; the
+ * kernel drops them (open readers then read their snapshot from us).
+ * Sent after the reply, never inside the request.
+ */
+static void committed(struct fs *fs, fuse_ino_t ino)
+{
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
 static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
@@ -342,6 +367,11 @@ static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
 	h->echo = echo;
 	if (!echo)
 		n->nopen++;
+	if (!echo && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		h->writer = true;
+		h->nnext = n->handles;
+		n->handles = h;
+	}
 	if (echo) {
 		/* the mirror has the value already */
 	} else if (!h->local) {
@@ -374,8 +404,16 @@ static void handle_free(struct fs *fs, struct handle *h)
 	pthread_mutex_lock(&fs->lock);
 	if (!h->echo)
 		n->nopen--;
-	if (h->counted)
-		n->dirty_handles--;
+	if (h->writer) {
+		struct handle **p;
+
+		for (p = &n->handles; *p; p = &(*p)->nnext) {
+			if (*p == h) {
+				*p = h->nnext;
+				break;
+			}
+		}
+	}
 	/* a new file whose creation could not be saved does not exist */
 	if (n->pending && n->refs == 1 && !n->removed && n->parent) {
 		struct inval_list inv = { 0 };
@@ -437,8 +475,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
+	bool cached, fill;
 	struct handle *h;
 	struct node *n;
+	int64_t rev;
 	int err;
 
 	pthread_mutex_lock(&fs->lock);
@@ -474,17 +514,39 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		}
 	}
 	h = handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL);
+	/*
+	 * The kernel's pages and size of this inode are good if they are of
+	 * the revision the mirror has (cache_rev).  Otherwise this reader
+	 * reads around them (direct_io), and they are dropped after the
+	 * reply, for the next readers.  A writer's data is its own until
+	 * committed, so writers never go through the pages readers share.
+	 */
+	rev = n->mod_revision;
+	cached = !wr && !h->local && rev > 0 && n->cache_rev == rev;
+	fill = !wr && !h->local && !cached;
+	if (fill)
+		n->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
-		return;
+		goto out;
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
-	/* the watch invalidates the kernel's pages when the key changes */
-	fi->keep_cache = !fs->cfg.nowatch && !fs->cfg.quorum && !h->local;
+	fi->keep_cache = cached;
+	fi->direct_io = !h->local && !cached;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);
+out:
+	if (!fill)
+		return;
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	pthread_mutex_lock(&fs->lock);
+	if (n->mod_revision == rev && fs->se)
+		n->cache_rev = rev;
+	node_unref(fs, n);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 /* A new file (dir, name) or EEXIST/EINVAL; fs->lock held. */
@@ -580,6 +642,7 @@ open:
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 0;
+	fi->direct_io = !h->local;
 	memset(&e, 0, sizeof(e));
 	e.ino = node_id(fs, n);
 	e.attr_timeout = fs->cfg.attr_timeout;
@@ -640,7 +703,8 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	err = key ? -fs_commit_value(fs, n, key, key_len, n->mod_revision,
-				     "", 0, fuse_req_ctx(req)->pid) : ENOMEM;
+				     "", 0, fuse_req_ctx(req)->pid, false,
+				     NULL) : ENOMEM;
 	free(key);
 	pthread_mutex_lock(&fs->lock);
 	if (err && n->pending && n->parent) {
@@ -725,17 +789,9 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		if (!err) {
 			memcpy(h->buf + o, buf, size);
 			h->dirty = true;
+			h->written = true;
 			h->truncated = false;
 		}
-	}
-	if (!err) {
-		pthread_mutex_lock(&fs->lock);
-		if (!h->counted) {
-			h->node->dirty_handles++;
-			h->counted = true;
-		}
-		h->node->open_size = h->len;
-		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_unlock(&h->lock);
 out:
@@ -764,25 +820,33 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 		return -EFBIG;
 	pthread_mutex_lock(&h->lock);
 	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
-	if (!err) {
+	if (!err && size == 0 && !h->dirty && !h->written) {
+		/*
+		 * open(O_TRUNC), or a truncation before any write: committed
+		 * with the first write's flush, or at the last close.
+		 */
+		pthread_mutex_lock(&fs->lock);
+		h->truncated = h->node->size > 0 || h->node->pending;
+		pthread_mutex_unlock(&fs->lock);
+	} else if (!err) {
 		h->dirty = true;
 		h->truncated = false;
-		pthread_mutex_lock(&fs->lock);
-		if (!h->counted) {
-			h->node->dirty_handles++;
-			h->counted = true;
-		}
-		h->node->open_size = h->len;
-		pthread_mutex_unlock(&fs->lock);
 	}
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }
 
+/*
+ * truncate(2) of a path, or open(O_TRUNC): the kernel sends the latter as
+ * a truncation to 0 without the file, right after the open, from the
+ * thread that opened.  That one goes to the open file's copy, to be
+ * committed with what is written to it; any other commits at once.
+ */
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 {
 	char *data = NULL, *key = NULL;
 	size_t len = 0, cap = 0, key_len;
+	struct handle *h;
 	int64_t base;
 	int err;
 
@@ -791,6 +855,15 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	if ((size_t)size > store_max_value_size(fs->store))
 		return -EFBIG;
 	pthread_mutex_lock(&fs->lock);
+	for (h = n->handles; size == 0 && h; h = h->nnext) {
+		struct fuse_file_info fi = { .fh = (uint64_t)(uintptr_t)h };
+
+		if (h->pid != pid || h->written || h->dirty || h->truncated)
+			continue;
+		/* the open has not returned yet: h cannot be released */
+		pthread_mutex_unlock(&fs->lock);
+		return fs_truncate_open(fs, &fi, 0);
+	}
 	if (n->local || n->pending) {
 		err = local_resize(n, (size_t)size);
 		pthread_mutex_unlock(&fs->lock);
@@ -810,7 +883,7 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	pthread_mutex_unlock(&fs->lock);
 	if (!err && key)
 		err = fs_commit_value(fs, n, key, key_len, base, data, len,
-				      pid);
+				      pid, false, NULL);
 	else if (!err)
 		err = -ENOMEM;
 	pthread_mutex_lock(&fs->lock);
@@ -825,12 +898,14 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
-	int err;
+	int ret;
 
 	pthread_mutex_lock(&h->lock);
-	err = handle_sync(fs, h, false);
+	ret = handle_sync(fs, h, false);
 	pthread_mutex_unlock(&h->lock);
-	fuse_reply_err(req, -err);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+	if (ret > 0)
+		committed(fs, ino);
 }
 
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -838,23 +913,28 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
-	int err;
+	int ret;
 
 	pthread_mutex_lock(&h->lock);
-	err = handle_sync(fs, h, true);
+	ret = handle_sync(fs, h, true);
 	pthread_mutex_unlock(&h->lock);
-	fuse_reply_err(req, -err);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+	if (ret > 0)
+		committed(fs, ino);
 }
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
+	int ret;
 
 	pthread_mutex_lock(&h->lock);
 	/* nobody hears an error now: the commit logs it */
-	handle_sync(fs, h, true);
+	ret = handle_sync(fs, h, true);
 	pthread_mutex_unlock(&h->lock);
 	handle_free(fs, h);
 	fuse_reply_err(req, 0);
+	if (ret > 0)
+		committed(fs, ino);
 }

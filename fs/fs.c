@@ -103,7 +103,8 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
 		st->st_nlink = n->removed ? 0 : 1;
-		st->st_size = (off_t)(n->dirty_handles ? n->open_size : n->size);
+		/* what etcd has: writers' buffers show only once committed */
+		st->st_size = (off_t)n->size;
 		st->st_blocks = (st->st_size + 511) / 512;
 		st->st_mtim = n->mtime;
 	}
@@ -395,8 +396,13 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	struct store_error err = { 0 };
 	int64_t from;
 
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/*
+	 * Without atomic O_TRUNC the kernel truncates with a setattr right
+	 * after the open (see fs_truncate_path), whose reply, the committed
+	 * size, it believes; with it, it would cut the size and the pages
+	 * every reader shares.
+	 */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* writes must reach us with the writer's pid, and one per write(2) */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	if (!fs->loaded && fs_load(fs, &err))
@@ -543,13 +549,20 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct fs *fs = fs_of(req);
 	struct node *n;
 	struct stat st;
+	bool echo;
 	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	n = node_of(fs, ino);
 	node_fill_attr(fs, n, &st);
+	echo = echo_of(fs, req) != NULL;
 	pthread_mutex_unlock(&fs->lock);
 
+	if (echo) {
+		/* the echo's truncation: the mirror has the value already */
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+		return;
+	}
 	if (fs->cfg.ro) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -1228,7 +1241,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pthread_mutex_unlock(&fs->lock);
 		ret = fs_commit_value(fs, n, key, key_len,
 				      pre_to.mod_revision, data, len,
-				      fuse_req_ctx(req)->pid);
+				      fuse_req_ctx(req)->pid, false, NULL);
 		free(data);
 		pthread_mutex_lock(&fs->lock);
 		err = -ret;

@@ -55,6 +55,8 @@ struct node {
 	uint64_t nlookup;	/* the kernel's references */
 	unsigned refs;		/* open handles and requests in flight */
 	unsigned nopen;		/* open handles (but the echo's) */
+	struct handle *handles;	/* open for writing, newest first */
+	int64_t cache_rev;	/* the revision the kernel may cache pages of */
 
 	/* Files: the value as etcd has it (or the local content). */
 	char *value;
@@ -65,8 +67,6 @@ struct node {
 	int64_t version;
 	int64_t lease;
 	struct timespec mtime;	/* when this revision was first seen */
-	size_t open_size;	/* size of unflushed writes, if dirty_handles */
-	unsigned dirty_handles;
 
 	/*
 	 * A key renamed away to a temp name (an editor's backup) is not
@@ -235,7 +235,7 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid);
+		    size_t len, pid_t pid, bool own, int64_t *rev);
 
 /* echo.c */
 int echo_start(struct fs *fs);
