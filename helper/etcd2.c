@@ -1,0 +1,883 @@
+/*
+ * etcd2.c - the etcd v2 backend of helper/store.h, over /v2/keys
+ *
+ * Speaks etcd's v2 keys API (etcd 3.4 serves it when started with
+ * --enable-v2=true; its key space is apart from v3's) through transport.c,
+ * with the requests and replies of etcd2_codec.c.  The mapping:
+ *
+ *   mod_revision     modifiedIndex      create_revision  createdIndex
+ *   version          0 (v2 has none)    lease            0 (v2 has none)
+ *   get              GET key (quorum=true for linearizable reads)
+ *   range            GET dir?recursive=true, flattened and filtered
+ *   cas              PUT key with prevExist=false (expect 0), prevIndex=N
+ *                    (expect N) or nothing (expect -1)
+ *   del              DELETE key, with prevIndex=N when checked
+ *   watch            long polls GET dir?wait=true&waitIndex=N&recursive=true,
+ *                    one event per request, resumed at modifiedIndex + 1
+ *   revision         etcd's index: the "index" of the not-found error a
+ *                    quorum GET of an absent key gets (see e2_probe)
+ *
+ * What it cannot do, because v2 cannot:
+ * - keys that are not clean UTF-8 paths (etcd2_codec_key_ok): writes of
+ *   them are EINVAL, reads ENOTFOUND (no such key can exist);
+ * - values that are not UTF-8: ENOTSUP (etcd would send them back with
+ *   U+FFFD in place of each bad byte);
+ * - a key that is also a directory ("/a" and "/a/b"): the second write is
+ *   EINVAL ("not a directory" or "not a file");
+ * - leases (lease_grant and a put with a lease are ENOTSUP), atomic moves
+ *   (move is NULL: ENOTSUP), reads at a past revision (ENOTSUP), paging
+ *   (a range comes back whole in one request, whatever the limit);
+ * - listing keys with a path segment that starts with '_': v2 hides them
+ *   from directory listings (a get of one works);
+ * - more than the last 1,000 events of the whole cluster: a watch that
+ *   falls further behind gets ECOMPACTED;
+ * - the keys of a removed directory: v2 sends one event for the
+ *   directory, so a watch over it reports ECOMPACTED, and its owner lists
+ *   again; a one-key watch reports the key deleted.
+ * An unconditional put (expect -1) is a v2 "set", which replaces the node:
+ * its createdIndex becomes the new index.
+ *
+ * Threads: any number of threads may call in at once; a watch has a
+ * thread of its own.  Lock order: only a watch's lock, taken alone.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "etcd2_codec.h"
+#include "store_i.h"
+#include "transport.h"
+
+#define E2_FORM		"application/x-www-form-urlencoded"
+/* The absent key whose not-found error tells etcd's index (hidden). */
+#define E2_PROBE	"/_etcdfs_revision_probe"
+/* How deep the probe goes when someone made its key. */
+#define E2_PROBE_DEPTH	8
+#define E2_BACKOFF_MIN_MS	100L
+#define E2_BACKOFF_MAX_MS	5000L
+
+/* The backend's state, in s->be. */
+struct e2_state {
+	char *probe_dir;	/* the directory of the store prefix, where
+				 * the revision probe looks: a user allowed
+				 * there by v2 auth may read it */
+	size_t probe_dir_len;
+};
+
+static int e2_nomem(struct store_error *err, const char *key, size_t len)
+{
+	return store_fail(err, STORE_EINTERNAL, key, len, 0, "out of memory");
+}
+
+/*
+ * Refills @err, which holds the message of an error a lower layer
+ * reported, with the code @rc, @key and the revision @rev.
+ */
+static int e2_refail(struct store_error *err, int rc, const char *key,
+		     size_t len, int64_t rev)
+{
+	char msg[sizeof(err->msg)];
+
+	if (!err)
+		return rc;
+	memcpy(msg, err->msg, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	return store_fail(err, rc, key, len, rev, "%s", msg);
+}
+
+static int e2_rekey(struct store_error *err, int rc, const char *key,
+		    size_t len)
+{
+	return e2_refail(err, rc, key, len, 0);
+}
+
+static bool e2_quorum(struct store *s, unsigned flags)
+{
+	if (flags & STORE_READ_QUORUM)
+		return true;
+	if (flags & STORE_READ_SERIAL)
+		return false;
+	return s->cfg.quorum;
+}
+
+/*
+ * Sends @method on @key (the root if @key_len is 0) with @query and the
+ * form @body (NULL: none), and parses the reply into @r (released by the
+ * caller).  Returns 0, or the error of the transport or of the reply, with
+ * @err filled; r->error_code then says which etcd error it was.
+ */
+static int e2_call(struct store *s, const char *method, const char *key,
+		   size_t key_len, const char *query, const char *body,
+		   size_t body_len, struct etcd2_reply *r,
+		   struct store_error *err)
+{
+	struct transport_reply tr = { 0 };
+	char msg[400];
+	char *path;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	path = etcd2_codec_path(key, key_len, query);
+	if (!path)
+		return e2_nomem(err, key, key_len);
+	rc = transport_request(s->tr, method, path, body ? E2_FORM : NULL,
+			       body, body_len, &tr, err);
+	free(path);
+	if (rc < 0)
+		return e2_rekey(err, rc, key, key_len);
+	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, msg,
+			       sizeof(msg));
+	transport_reply_release(&tr);
+	if (rc < 0)
+		store_fail(err, rc, key, key_len, 0, "%s", msg);
+	return rc;
+}
+
+/*
+ * etcd's index now, from the not-found error of a GET of an absent key
+ * under the store prefix: every v2 error made by the store carries the
+ * index, while a node reply carries only the node's.  (The X-Etcd-Index
+ * header of any reply would do, but the transport does not give headers.)
+ * If someone made the probe's key, the probe looks below it: a file there
+ * answers "not a directory", with the index too.
+ */
+static int e2_probe(struct store *s, bool quorum, int64_t *index,
+		    struct store_error *err)
+{
+	struct e2_state *st = s->be;
+	struct store_error tmp;		/* the expected not-found lands here */
+	struct etcd2_reply r;
+	size_t plen = sizeof(E2_PROBE) - 1, len = st->probe_dir_len, cap;
+	char *key;
+	int rc = 0, depth;
+
+	*index = 0;
+	cap = st->probe_dir_len + E2_PROBE_DEPTH * plen + 1;
+	key = malloc(cap);
+	if (!key)
+		return e2_nomem(err, NULL, 0);
+	memcpy(key, st->probe_dir, st->probe_dir_len);
+	for (depth = 0; depth < E2_PROBE_DEPTH; depth++) {
+		memcpy(key + len, E2_PROBE, plen);
+		len += plen;
+		rc = e2_call(s, "GET", key, len, quorum ? "quorum=true" : NULL,
+			     NULL, 0, &r, &tmp);
+		if (r.error_code == ETCD2_EKEY_NOT_FOUND ||
+		    r.error_code == ETCD2_ENOT_DIR) {
+			*index = r.index;
+			etcd2_reply_release(&r);
+			if (*index <= 0)
+				rc = store_fail(err, STORE_EBADREPLY, key, len,
+						0, "no index in etcd's "
+						"not-found error");
+			else
+				rc = 0;
+			goto out;
+		}
+		etcd2_reply_release(&r);
+		if (rc < 0) {
+			if (err)
+				*err = tmp;
+			goto out;
+		}
+	}
+	rc = store_fail(err, STORE_EBADREPLY, key, len, 0,
+			"no absent key to learn etcd's index from");
+out:
+	free(key);
+	return rc;
+}
+
+static int e2_init(struct store *s, struct store_error *err)
+{
+	struct e2_state *st;
+	size_t d;
+
+	/*
+	 * Every key is the prefix and more: it must be a path, and the
+	 * directory part of the prefix a clean one.
+	 */
+	if (s->prefix_len && s->prefix[0] != '/')
+		return store_fail(err, STORE_EINVAL, s->prefix, s->prefix_len,
+				  0, "an etcd v2 prefix starts with '/'");
+	for (d = s->prefix_len; d > 0 && s->prefix[d - 1] != '/'; d--)
+		;
+	d = d ? d - 1 : 0;
+	if (d && !etcd2_codec_key_ok(s->prefix, d, NULL))
+		return store_fail(err, STORE_EINVAL, s->prefix, s->prefix_len,
+				  0, "the directory of an etcd v2 prefix must "
+				  "be a clean path of UTF-8");
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return e2_nomem(err, NULL, 0);
+	st->probe_dir = malloc(d + 1);
+	if (!st->probe_dir) {
+		free(st);
+		return e2_nomem(err, NULL, 0);
+	}
+	memcpy(st->probe_dir, s->prefix, d);
+	st->probe_dir[d] = '\0';
+	st->probe_dir_len = d;
+	s->be = st;
+	return 0;
+}
+
+static void e2_release(struct store *s)
+{
+	struct e2_state *st = s->be;
+
+	if (!st)
+		return;
+	free(st->probe_dir);
+	free(st);
+	s->be = NULL;
+}
+
+static int e2_revision(struct store *s, int64_t *rev, struct store_error *err)
+{
+	return e2_probe(s, true, rev, err);
+}
+
+/*
+ * Reads @key into @r: 0 with a node, ENOTFOUND if there is no such key
+ * (absent, below a file, or not a key v2 can hold), else an error.
+ */
+static int e2_read(struct store *s, const char *key, size_t key_len,
+		   bool quorum, struct etcd2_reply *r, struct store_error *err)
+{
+	const char *why;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (!etcd2_codec_key_ok(key, key_len, &why))
+		return store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				  "no such key in etcd v2: %s", why);
+	rc = e2_call(s, "GET", key, key_len, quorum ? "quorum=true" : NULL,
+		     NULL, 0, r, err);
+	if (rc < 0 && r->error_code == ETCD2_ENOT_DIR)
+		rc = store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				"key not found: '%s' above it is a key, not a "
+				"directory", r->cause);
+	return rc;
+}
+
+static int e2_get(struct store *s, const char *key, size_t key_len,
+		  unsigned flags, struct store_kv *out, struct store_error *err)
+{
+	struct etcd2_reply r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = e2_read(s, key, key_len, e2_quorum(s, flags), &r, err);
+	if (rc == 0 && r.node.dir)
+		rc = store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				"key not found: it is a directory");
+	if (rc == 0) {
+		*out = r.node.kv;
+		memset(&r.node.kv, 0, sizeof(r.node.kv));
+	}
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+/*
+ * The key's current state into @cur after a failed comparison (zeroed if
+ * it is absent or a directory), read linearizably so that a retry works
+ * from the newest state.
+ */
+static int e2_current(struct store *s, const char *key, size_t key_len,
+		      struct store_kv *cur, struct store_error *err)
+{
+	struct store_error tmp;
+	struct etcd2_reply r;
+	int rc;
+
+	memset(cur, 0, sizeof(*cur));
+	rc = e2_read(s, key, key_len, true, &r, &tmp);
+	if (rc == 0 && !r.node.dir) {
+		*cur = r.node.kv;
+		memset(&r.node.kv, 0, sizeof(r.node.kv));
+	}
+	etcd2_reply_release(&r);
+	if (rc == STORE_ENOTFOUND)
+		return 0;
+	if (rc < 0 && err)
+		*err = tmp;
+	return rc < 0 ? rc : 0;
+}
+
+static int e2_range(struct store *s, const char *key, size_t key_len,
+		    const char *range_end, size_t range_end_len, int64_t rev,
+		    size_t limit, unsigned flags, struct store_list *out,
+		    bool *more, struct store_error *err)
+{
+	struct transport_reply tr = { 0 };
+	struct etcd2_reply r;
+	bool quorum = e2_quorum(s, flags);
+	int64_t probe, max_index = 0;
+	size_t dir_len;
+	char msg[400];
+	char *path;
+	int rc;
+
+	*more = false;
+	if (rev != 0)
+		return store_fail(err, STORE_ENOTSUP, key, key_len, rev,
+				  "etcd v2 cannot read at a past revision");
+	dir_len = etcd2_codec_range_dir(key, key_len, range_end,
+					range_end_len);
+	/*
+	 * The index first: the listing is at that index or a later one, so
+	 * a watch from it + 1 may see again a change the listing holds, but
+	 * misses none.  The largest modifiedIndex of the listing would not
+	 * do: a directory removed under it is in no node.
+	 */
+	rc = e2_probe(s, quorum, &probe, err);
+	if (rc < 0)
+		return rc;
+	path = etcd2_codec_path(key, dir_len, quorum ?
+				"recursive=true&quorum=true" :
+				"recursive=true");
+	if (!path)
+		return e2_nomem(err, key, dir_len);
+	rc = transport_request(s->tr, "GET", path, NULL, NULL, 0, &tr, err);
+	free(path);
+	if (rc < 0)
+		return e2_rekey(err, rc, key, dir_len);
+	if (tr.status >= 200 && tr.status < 300) {
+		rc = etcd2_codec_list(tr.body, tr.len, key, key_len, range_end,
+				      range_end_len,
+				      flags & STORE_READ_KEYS_ONLY, out,
+				      &max_index, msg, sizeof(msg));
+	} else {
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
+				       sizeof(msg));
+		/* no directory there, or a key above it: no keys */
+		if (r.error_code == ETCD2_EKEY_NOT_FOUND ||
+		    r.error_code == ETCD2_ENOT_DIR) {
+			max_index = r.index;
+			rc = 0;
+		}
+		etcd2_reply_release(&r);
+	}
+	transport_reply_release(&tr);
+	if (rc < 0)
+		return store_fail(err, rc, key, dir_len, 0, "%s", msg);
+	out->revision = probe > max_index ? probe : max_index;
+	return 0;
+}
+
+static int e2_cas(struct store *s, const char *key, size_t key_len,
+		  int64_t expect, const char *value, size_t value_len,
+		  int64_t lease, int64_t *rev, struct store_kv *cur,
+		  struct store_error *err)
+{
+	struct etcd2_reply r;
+	char query[48] = "";
+	const char *why;
+	size_t body_len;
+	char *body;
+	int rc;
+
+	memset(cur, 0, sizeof(*cur));
+	*rev = 0;
+	if (lease != 0)
+		return store_fail(err, STORE_ENOTSUP, key, key_len, 0,
+				  "etcd v2 has no leases");
+	if (!etcd2_codec_key_ok(key, key_len, &why))
+		return store_fail(err, STORE_EINVAL, key, key_len, 0, "%s",
+				  why);
+	if (!etcd2_codec_utf8_ok(value, value_len))
+		return store_fail(err, STORE_ENOTSUP, key, key_len, 0,
+				  "etcd v2 cannot hold a value that is not "
+				  "UTF-8");
+	if (expect == 0)
+		snprintf(query, sizeof(query), "prevExist=false");
+	else if (expect > 0)
+		snprintf(query, sizeof(query), "prevIndex=%" PRId64, expect);
+	else if (expect != -1)
+		return store_fail(err, STORE_EINVAL, key, key_len, 0,
+				  "bad expected revision %" PRId64, expect);
+	body = etcd2_codec_form_value(value, value_len, &body_len);
+	if (!body)
+		return e2_nomem(err, key, key_len);
+	rc = e2_call(s, "PUT", key, key_len, query, body, body_len, &r, err);
+	free(body);
+	if (rc == 0) {
+		if (r.node.dir || r.node.kv.mod_revision <= 0)
+			rc = store_fail(err, STORE_EBADREPLY, key, key_len, 0,
+					"a put answered with a directory or "
+					"without an index");
+		else
+			*rev = r.node.kv.mod_revision;
+	} else if (rc == STORE_EPRECONDITION ||
+		   (rc == STORE_ENOTFOUND && expect > 0)) {
+		/* 101, 105, or 100: the key is gone since */
+		rc = e2_current(s, key, key_len, cur, err);
+		if (rc == 0)
+			rc = e2_refail(err, STORE_EPRECONDITION, key, key_len,
+				       cur->mod_revision);
+	}
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+static int e2_del(struct store *s, const char *key, size_t key_len,
+		  int64_t expect_mod, int64_t expect_create,
+		  struct store_kv *prev, int64_t *rev, struct store_error *err)
+{
+	struct etcd2_reply r;
+	char query[48] = "";
+	int rc;
+
+	memset(prev, 0, sizeof(*prev));
+	*rev = 0;
+	if (expect_create > 0) {
+		/*
+		 * v2 compares modifiedIndex only: read the key, check both,
+		 * and delete it on the modifiedIndex read, which cannot have
+		 * another createdIndex.
+		 */
+		rc = e2_read(s, key, key_len, true, &r, err);
+		if (rc == 0 && r.node.dir)
+			rc = store_fail(err, STORE_EINVAL, key, key_len, 0,
+					"not a file: it is a directory");
+		if (rc == 0 &&
+		    (r.node.kv.create_revision != expect_create ||
+		     (expect_mod > 0 &&
+		      r.node.kv.mod_revision != expect_mod))) {
+			rc = store_fail(err, STORE_EPRECONDITION, key, key_len,
+					r.node.kv.mod_revision,
+					"precondition failed: the key is at "
+					"revision %" PRId64 ", created at %"
+					PRId64, r.node.kv.mod_revision,
+					r.node.kv.create_revision);
+			*prev = r.node.kv;
+			memset(&r.node.kv, 0, sizeof(r.node.kv));
+		}
+		expect_mod = r.node.kv.mod_revision;
+		etcd2_reply_release(&r);
+		if (rc < 0)
+			return rc;
+	} else if (!etcd2_codec_key_ok(key, key_len, NULL)) {
+		return store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				  "key not found: etcd v2 cannot hold it");
+	}
+	if (expect_mod > 0)
+		snprintf(query, sizeof(query), "prevIndex=%" PRId64,
+			 expect_mod);
+	rc = e2_call(s, "DELETE", key, key_len, query, NULL, 0, &r, err);
+	if (rc == 0) {
+		if (r.node.kv.mod_revision <= 0) {
+			rc = store_fail(err, STORE_EBADREPLY, key, key_len, 0,
+					"a delete answered without an index");
+		} else {
+			*rev = r.node.kv.mod_revision;
+			if (r.prev.present && !r.prev.dir) {
+				*prev = r.prev.kv;
+				memset(&r.prev.kv, 0, sizeof(r.prev.kv));
+			}
+		}
+	} else if (rc == STORE_EPRECONDITION) {
+		rc = e2_current(s, key, key_len, prev, err);
+		if (rc == 0)
+			rc = e2_refail(err, STORE_EPRECONDITION, key, key_len,
+				       prev->mod_revision);
+	} else if (r.error_code == ETCD2_ENOT_DIR) {
+		rc = store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				"key not found: '%s' above it is a key, not a "
+				"directory", r.cause);
+	}
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+static int e2_lease_grant(struct store *s, int64_t ttl, int64_t *id,
+			  struct store_error *err)
+{
+	*id = 0;
+	return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
+			  "etcd v2 has no leases");
+}
+
+/*
+ * Directories, which only v2 has: for store_mkdir and store_rmdir, through
+ * the optional members mkdir and rmdir of struct store_backend.  Unused
+ * until store_i.h has those members.
+ */
+
+/* Makes the directory @key; EEXISTS if a key or directory is there. */
+__attribute__((unused))
+static int e2_mkdir(struct store *s, const char *key, size_t key_len,
+		    int64_t *rev, struct store_error *err)
+{
+	struct etcd2_reply r;
+	const char *why;
+	int rc;
+
+	*rev = 0;
+	if (!etcd2_codec_key_ok(key, key_len, &why))
+		return store_fail(err, STORE_EINVAL, key, key_len, 0, "%s",
+				  why);
+	rc = e2_call(s, "PUT", key, key_len, "dir=true&prevExist=false", NULL,
+		     0, &r, err);
+	if (rc == 0 && (!r.node.dir || r.node.kv.mod_revision <= 0))
+		rc = store_fail(err, STORE_EBADREPLY, key, key_len, 0,
+				"a mkdir answered with a key or without an "
+				"index");
+	else if (rc == 0)
+		*rev = r.node.kv.mod_revision;
+	else if (r.error_code == ETCD2_ENODE_EXIST)
+		rc = store_fail(err, STORE_EEXISTS, key, key_len, 0,
+				"a key or directory of that name exists");
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+/*
+ * Removes the empty directory @key: ENOTFOUND if there is none, EINVAL if
+ * it is a key, EEXISTS if it is not empty (as rmdir(2) may say EEXIST).
+ * v2 deletes a key as well as a directory when asked with dir=true, and
+ * cannot compare a directory's index: the read before the delete is the
+ * check, and a key that replaces the directory in between is deleted.
+ */
+__attribute__((unused))
+static int e2_rmdir(struct store *s, const char *key, size_t key_len,
+		    int64_t *rev, struct store_error *err)
+{
+	struct etcd2_reply r;
+	int rc;
+
+	*rev = 0;
+	rc = e2_read(s, key, key_len, true, &r, err);
+	if (rc == 0 && !r.node.dir)
+		rc = store_fail(err, STORE_EINVAL, key, key_len, 0,
+				"not a directory: it is a key");
+	etcd2_reply_release(&r);
+	if (rc < 0)
+		return rc;
+	rc = e2_call(s, "DELETE", key, key_len, "dir=true", NULL, 0, &r, err);
+	if (rc == 0 && r.node.kv.mod_revision <= 0)
+		rc = store_fail(err, STORE_EBADREPLY, key, key_len, 0,
+				"a rmdir answered without an index");
+	else if (rc == 0)
+		*rev = r.node.kv.mod_revision;
+	else if (r.error_code == ETCD2_EDIR_NOT_EMPTY)
+		rc = store_fail(err, STORE_EEXISTS, key, key_len, 0,
+				"directory not empty");
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+/* --- watches --- */
+
+struct e2_watch {
+	struct store *s;
+	struct store_watch *w;
+	pthread_t thread;
+	volatile bool stop;		/* set once, by e2_watch_stop */
+	pthread_mutex_t lock;		/* for the back-off's wait */
+	pthread_cond_t cond;
+	char *wait_key;			/* what to wait on: the key, or
+					 * the range's directory ("": /) */
+	size_t wait_key_len;
+	bool recursive;
+	int64_t next;			/* the next poll's waitIndex */
+
+	/* The reply of the poll in flight; only the watch thread uses it. */
+	char *buf;
+	size_t len, cap;
+	bool over;			/* larger than max_reply_size */
+};
+
+/* Collects a poll's reply; ends it after the first line, the event. */
+static int e2_watch_data(void *arg, const char *data, size_t len)
+{
+	struct e2_watch *ew = arg;
+	size_t need, cap;
+	char *p;
+
+	if (len > ew->s->cfg.max_reply_size - ew->len) {
+		ew->over = true;
+		return 1;
+	}
+	need = ew->len + len + 1;
+	if (need > ew->cap) {
+		cap = ew->cap ? ew->cap : 4096;
+		while (cap < need)
+			cap *= 2;
+		p = realloc(ew->buf, cap);
+		if (!p) {
+			ew->over = true;
+			return 1;
+		}
+		ew->buf = p;
+		ew->cap = cap;
+	}
+	memcpy(ew->buf + ew->len, data, len);
+	ew->len += len;
+	ew->buf[ew->len] = '\0';
+	/* Go's JSON encoder ends the event with the only raw newline */
+	return memchr(data, '\n', len) ? 1 : 0;
+}
+
+/* Waits @ms or until the watch is stopped. */
+static void e2_watch_sleep(struct e2_watch *ew, long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ew->lock);
+	while (!ew->stop &&
+	       pthread_cond_timedwait(&ew->cond, &ew->lock, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&ew->lock);
+}
+
+/* Reports the transient error @code and waits the back-off. */
+static void e2_watch_error(struct e2_watch *ew, int code, long *backoff)
+{
+	struct store_event ev = { 0 };
+
+	ev.type = STORE_EV_ERROR;
+	ev.err = code;
+	ev.revision = ew->next - 1;
+	ew->w->fn(ew->w->arg, &ev);
+	e2_watch_sleep(ew, *backoff);
+	*backoff = *backoff * 2 > E2_BACKOFF_MAX_MS ? E2_BACKOFF_MAX_MS :
+		   *backoff * 2;
+}
+
+/* One long poll; false when the watch is over. */
+static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
+{
+	struct store_watch *w = ew->w;
+	struct store_error err = { 0 };
+	struct store_event ev;
+	struct etcd2_reply r;
+	char query[80], msg[400];
+	long status = 0;
+	char *path;
+	int rc;
+
+	snprintf(query, sizeof(query), "wait=true&waitIndex=%" PRId64 "%s",
+		 ew->next, ew->recursive ? "&recursive=true" : "");
+	path = etcd2_codec_path(ew->wait_key, ew->wait_key_len, query);
+	if (!path) {
+		e2_watch_error(ew, STORE_EINTERNAL, backoff);
+		return true;
+	}
+	ew->len = 0;
+	ew->over = false;
+	rc = transport_stream(ew->s->tr, "GET", path, NULL, NULL, 0,
+			      e2_watch_data, ew, &ew->stop, &status, &err);
+	free(path);
+	if (ew->stop)
+		return false;
+	if (rc < 0 || ew->over || ew->len == 0) {
+		/* lost, or ended without an event: etcd stopping, say */
+		e2_watch_error(ew, rc < 0 ? rc : ew->over ? STORE_EBADREPLY :
+			       STORE_EUNREACHABLE, backoff);
+		return true;
+	}
+	rc = etcd2_codec_reply(status, ew->buf, ew->len, &r, msg, sizeof(msg));
+	if (rc == STORE_ECOMPACTED) {
+		memset(&ev, 0, sizeof(ev));
+		ev.type = STORE_EV_ERROR;
+		ev.err = STORE_ECOMPACTED;
+		ev.compact_revision = etcd2_codec_history_start(r.cause,
+								r.index);
+		etcd2_reply_release(&r);
+		w->fn(w->arg, &ev);
+		return false;
+	}
+	if (rc == 0)
+		rc = etcd2_codec_event(&r, w->key, w->key_len, w->range_end,
+				       w->range_end_len, &ev, msg,
+				       sizeof(msg));
+	if (rc == 0 && ev.revision < ew->next)
+		rc = STORE_EBADREPLY;	/* from before what was asked */
+	if (rc < 0) {
+		/* a bad event with a good index is passed over */
+		if (rc == STORE_EBADREPLY && r.node.kv.mod_revision >= ew->next)
+			ew->next = r.node.kv.mod_revision + 1;
+		etcd2_reply_release(&r);
+		e2_watch_error(ew, rc, backoff);
+		return true;
+	}
+	*backoff = E2_BACKOFF_MIN_MS;
+	ew->next = ev.revision + 1;
+	w->fn(w->arg, &ev);
+	etcd2_reply_release(&r);
+	/* a directory over the range went: the owner lists again */
+	return ev.type != STORE_EV_ERROR;
+}
+
+static void *e2_watch_main(void *arg)
+{
+	struct e2_watch *ew = arg;
+	long backoff = E2_BACKOFF_MIN_MS;
+
+	while (!ew->stop && e2_watch_poll(ew, &backoff))
+		;
+	return NULL;
+}
+
+static void e2_watch_free(struct e2_watch *ew)
+{
+	pthread_cond_destroy(&ew->cond);
+	pthread_mutex_destroy(&ew->lock);
+	free(ew->wait_key);
+	free(ew->buf);
+	free(ew);
+}
+
+static int e2_watch(struct store *s, struct store_watch *w,
+		    struct store_error *err)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	struct e2_watch *ew;
+	const char *why;
+	size_t len;
+	int rc;
+
+	if (!w->range_end && !etcd2_codec_key_ok(w->key, w->key_len, &why))
+		return store_fail(err, STORE_EINVAL, w->key, w->key_len, 0,
+				  "%s", why);
+	ew = calloc(1, sizeof(*ew));
+	if (!ew)
+		return e2_nomem(err, w->key, w->key_len);
+	ew->s = s;
+	ew->w = w;
+	if (pthread_condattr_init(&ca) != 0) {
+		free(ew);
+		return e2_nomem(err, w->key, w->key_len);
+	}
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rc = pthread_cond_init(&ew->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (rc != 0) {
+		free(ew);
+		return e2_nomem(err, w->key, w->key_len);
+	}
+	if (pthread_mutex_init(&ew->lock, NULL) != 0) {
+		pthread_cond_destroy(&ew->cond);
+		free(ew);
+		return e2_nomem(err, w->key, w->key_len);
+	}
+	if (w->range_end) {
+		len = etcd2_codec_range_dir(w->key, w->key_len, w->range_end,
+					    w->range_end_len);
+		ew->recursive = true;
+	} else {
+		len = w->key_len;
+	}
+	ew->wait_key = malloc(len + 1);
+	if (!ew->wait_key) {
+		rc = e2_nomem(err, w->key, w->key_len);
+		goto err_free;
+	}
+	memcpy(ew->wait_key, w->key, len);
+	ew->wait_key[len] = '\0';
+	ew->wait_key_len = len;
+
+	ew->next = w->start_rev;
+	if (ew->next == 0) {
+		/* "from now" is from the index before this call returns */
+		rc = e2_probe(s, true, &ew->next, err);
+		if (rc < 0)
+			goto err_free;
+		ew->next++;
+	}
+	w->be = ew;
+	/* the thread must not take the signals FUSE and main() handle */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&ew->thread, NULL, e2_watch_main, ew);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		w->be = NULL;
+		rc = store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
+				"cannot start the watch thread: %s",
+				strerror(rc));
+		goto err_free;
+	}
+	return 0;
+
+err_free:
+	e2_watch_free(ew);
+	return rc;
+}
+
+static void e2_watch_stop(struct store_watch *w)
+{
+	struct e2_watch *ew = w->be;
+
+	if (!ew)
+		return;
+	pthread_mutex_lock(&ew->lock);
+	ew->stop = true;
+	pthread_cond_broadcast(&ew->cond);
+	pthread_mutex_unlock(&ew->lock);
+	pthread_join(ew->thread, NULL);
+	e2_watch_free(ew);
+	w->be = NULL;
+}
+
+/* --- cluster --- */
+
+static int e2_members(struct store *s, struct store_member **members,
+		      size_t *n, struct store_error *err)
+{
+	struct transport_reply tr = { 0 };
+	struct etcd2_reply r;
+	char msg[400];
+	int rc;
+
+	*members = NULL;
+	*n = 0;
+	rc = transport_request(s->tr, "GET", "/v2/members", NULL, NULL, 0, &tr,
+			       err);
+	if (rc < 0)
+		return rc;
+	if (tr.status >= 200 && tr.status < 300) {
+		rc = etcd2_codec_members(tr.body, tr.len, members, n, msg,
+					 sizeof(msg));
+	} else {
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
+				       sizeof(msg));
+		etcd2_reply_release(&r);
+	}
+	transport_reply_release(&tr);
+	if (rc < 0)
+		return store_fail(err, rc, NULL, 0, 0, "%s", msg);
+	return 0;
+}
+
+const struct store_backend store_etcd2_backend = {
+	.name = "etcd2",
+	.init = e2_init,
+	.release = e2_release,
+	.revision = e2_revision,
+	.get = e2_get,
+	.range = e2_range,
+	.cas = e2_cas,
+	.del = e2_del,
+	.move = NULL,		/* v2 cannot rename atomically */
+	.lease_grant = e2_lease_grant,
+	.watch = e2_watch,
+	.watch_stop = e2_watch_stop,
+	.members = e2_members,
+};

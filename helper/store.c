@@ -1,0 +1,1448 @@
+/*
+ * store.c - the backend-neutral half of helper/store.h
+ *
+ * Checks arguments and the configuration, prepends the store prefix to
+ * every key on the way to a backend and strips it on the way back (a key
+ * a backend returns outside the prefix is dropped), pages lists at one
+ * revision, checks preconditions, and runs the guaranteed-update loop of
+ * the Kubernetes etcd helper: read (or take the caller's suggestion), let
+ * the caller compute the new value, compare-and-swap on mod_revision, and on
+ * a lost race start again from the state the failed transaction returned.
+ *
+ * What it cannot do: talk to etcd (the backends in etcd3.c, and later
+ * etcd2.c, do that through transport.c); store_free does not wait for
+ * requests other threads are still running on the store.
+ *
+ * Lock order: a store's watch_lock is taken alone; a backend's locks are
+ * never held while calling back into this file.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* the strerror_r that returns a string */
+#endif
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "store_i.h"
+#include "transport.h"
+
+#define STORE_DEFAULT_PAGE_SIZE		5000
+/* etcd's own limit, --max-request-bytes */
+#define STORE_DEFAULT_MAX_VALUE_SIZE	((size_t)1572864)
+#define STORE_DEFAULT_MAX_REPLY_SIZE	((size_t)256 << 20)
+#define STORE_DEFAULT_UPDATE_RETRIES	16
+#define STORE_DEFAULT_CONNECT_MS	2000L
+#define STORE_DEFAULT_REQUEST_MS	5000L
+/* A list whose later page was compacted away is read again, this often. */
+#define STORE_LIST_RESTARTS		3
+
+#ifndef ETCDFS_DEFAULT_ENDPOINT
+#define ETCDFS_DEFAULT_ENDPOINT "http://127.0.0.1:2379"
+#endif
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * What store.c keeps beside the struct store of store_i.h: the watches, so
+ * that store_free can stop those its caller left running.
+ */
+struct store_priv {
+	struct store s;
+	pthread_mutex_t watch_lock;
+	struct store_watch_node *watches;	/* protected by watch_lock */
+	char **endpoints;			/* owned, parsed from cfg */
+	size_t n_endpoints;
+	size_t strings_len;		/* of s.strings, wiped on free */
+	bool be_ready;			/* be_ops->init succeeded */
+};
+
+/*
+ * A watch as store.c allocates it: the backend calls w.fn, which is
+ * store_watch_event(), which strips the prefix and calls the caller's fn.
+ */
+struct store_watch_node {
+	struct store_watch w;
+	store_watch_fn fn;		/* the caller's */
+	void *arg;
+	/* protected by the store's watch_lock */
+	struct store_watch_node *prev, *next;
+	bool started;			/* be->watch succeeded */
+};
+
+static struct store_priv *store_priv(struct store *s)
+{
+	return container_of(s, struct store_priv, s);
+}
+
+/* Error names and descriptions, indexed by -code. */
+static const char *const store_names[STORE_ERR_COUNT] = {
+	[0] = "ok",
+	[-STORE_ENOTFOUND] = "not found",
+	[-STORE_EEXISTS] = "exists",
+	[-STORE_ECONFLICT] = "conflict",
+	[-STORE_EPRECONDITION] = "precondition failed",
+	[-STORE_ECOMPACTED] = "compacted",
+	[-STORE_EUNREACHABLE] = "unreachable",
+	[-STORE_ETIMEOUT] = "timeout",
+	[-STORE_EUNAUTHENTICATED] = "unauthenticated",
+	[-STORE_EPERMISSION] = "permission denied",
+	[-STORE_ETOOLARGE] = "too large",
+	[-STORE_EBADREPLY] = "bad reply",
+	[-STORE_EINTERNAL] = "internal error",
+	[-STORE_EINVAL] = "invalid argument",
+	[-STORE_ENOTSUP] = "not supported",
+};
+
+static const char *const store_descriptions[STORE_ERR_COUNT] = {
+	[0] = "success",
+	[-STORE_ENOTFOUND] = "key not found",
+	[-STORE_EEXISTS] = "key exists",
+	[-STORE_ECONFLICT] = "too many conflicting updates",
+	[-STORE_EPRECONDITION] = "the key changed: precondition failed",
+	[-STORE_ECOMPACTED] = "the revision is compacted",
+	[-STORE_EUNREACHABLE] = "cannot reach the cluster",
+	[-STORE_ETIMEOUT] = "request timed out",
+	[-STORE_EUNAUTHENTICATED] = "authentication failed",
+	[-STORE_EPERMISSION] = "permission denied",
+	[-STORE_ETOOLARGE] = "request too large",
+	[-STORE_EBADREPLY] = "bad reply from the server",
+	[-STORE_EINTERNAL] = "internal error",
+	[-STORE_EINVAL] = "invalid argument",
+	[-STORE_ENOTSUP] = "not supported",
+};
+
+const char *store_strerror(int err)
+{
+	if (err > 0 || err <= -STORE_ERR_COUNT)
+		return "unknown error";
+	return store_descriptions[-err];
+}
+
+const char *store_errname(int err)
+{
+	if (err > 0 || err <= -STORE_ERR_COUNT)
+		return "unknown";
+	return store_names[-err];
+}
+
+/*
+ * Writes @key into @buf (of @size >= 4) printable: bytes outside
+ * 0x20..0x7e and the backslash as \xNN and \\, so that two different keys
+ * never print alike; a key that does not fit is cut and ends in "...".
+ */
+static void store_escape_key(char *buf, size_t size, const char *key,
+			     size_t key_len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0, need, total = 0, room = size - 1;
+	unsigned char c;
+
+	buf[0] = '\0';
+	if (!key)
+		return;
+	for (i = 0; i < key_len; i++) {
+		c = (unsigned char)key[i];
+		total += (c == '\\') ? 2 : (c < 0x20 || c > 0x7e) ? 4 : 1;
+	}
+	/* Cut: keep room for "...", and never half an escape. */
+	if (total > room)
+		room -= 3;
+	for (i = 0; i < key_len; i++) {
+		c = (unsigned char)key[i];
+		need = (c == '\\') ? 2 : (c < 0x20 || c > 0x7e) ? 4 : 1;
+		if (o + need > room)
+			break;
+		if (c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = '\\';
+		} else if (need == 4) {
+			buf[o++] = '\\';
+			buf[o++] = 'x';
+			buf[o++] = hex[c >> 4];
+			buf[o++] = hex[c & 15];
+		} else {
+			buf[o++] = (char)c;
+		}
+	}
+	if (i < key_len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+}
+
+int store_fail(struct store_error *err, int code, const char *key,
+	       size_t key_len, int64_t rev, const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	if (!err)
+		return code;
+	err->code = code;
+	err->revision = rev;
+	store_escape_key(err->key, sizeof(err->key), key, key_len);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	/* One line: a server's message may hold anything. */
+	for (p = err->msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	return code;
+}
+
+char *store_range_end(const char *prefix, size_t prefix_len, size_t *len)
+{
+	char *end;
+	size_t n = prefix_len;
+
+	while (n > 0 && (unsigned char)prefix[n - 1] == 0xff)
+		n--;
+	if (n == 0) {
+		end = calloc(1, 2);
+		if (!end)
+			return NULL;
+		*len = 1;
+		return end;
+	}
+	end = malloc(n + 1);
+	if (!end)
+		return NULL;
+	memcpy(end, prefix, n);
+	end[n - 1] = (char)((unsigned char)end[n - 1] + 1);
+	end[n] = '\0';
+	*len = n;
+	return end;
+}
+
+void store_kv_release(struct store_kv *kv)
+{
+	if (!kv)
+		return;
+	free(kv->key);
+	free(kv->value);
+	memset(kv, 0, sizeof(*kv));
+}
+
+/* A malloc()ed copy of @len bytes at @p, NUL-terminated past them. */
+static char *store_memdup(const char *p, size_t len)
+{
+	char *d = malloc(len + 1);
+
+	if (!d)
+		return NULL;
+	if (len)
+		memcpy(d, p, len);
+	d[len] = '\0';
+	return d;
+}
+
+int store_kv_copy(struct store_kv *dst, const struct store_kv *src)
+{
+	*dst = *src;
+	dst->key = NULL;
+	dst->value = NULL;
+	if (src->key) {
+		dst->key = store_memdup(src->key, src->key_len);
+		if (!dst->key)
+			goto err;
+	}
+	if (src->value) {
+		dst->value = store_memdup(src->value, src->value_len);
+		if (!dst->value)
+			goto err;
+	}
+	return 0;
+err:
+	store_kv_release(dst);
+	return STORE_EINTERNAL;
+}
+
+void store_list_release(struct store_list *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < l->n; i++)
+		store_kv_release(&l->kvs[i]);
+	free(l->kvs);
+	memset(l, 0, sizeof(*l));
+}
+
+int store_list_push_own(struct store_list *l, struct store_kv *kv)
+{
+	struct store_kv *p;
+	size_t cap;
+
+	if (l->n == l->cap) {
+		cap = l->cap ? l->cap * 2 : 16;
+		if (cap > SIZE_MAX / sizeof(*p))
+			return STORE_EINTERNAL;
+		p = realloc(l->kvs, cap * sizeof(*p));
+		if (!p)
+			return STORE_EINTERNAL;
+		l->kvs = p;
+		l->cap = cap;
+	}
+	l->kvs[l->n++] = *kv;
+	memset(kv, 0, sizeof(*kv));
+	return 0;
+}
+
+/* The store prefix followed by @key, malloc()ed and NUL-terminated. */
+static char *store_full_key(struct store *s, const char *key, size_t key_len,
+			    size_t *len)
+{
+	char *full;
+
+	if (key_len > SIZE_MAX - s->prefix_len - 1)
+		return NULL;
+	full = malloc(s->prefix_len + key_len + 1);
+	if (!full)
+		return NULL;
+	memcpy(full, s->prefix, s->prefix_len);
+	if (key_len)
+		memcpy(full + s->prefix_len, key, key_len);
+	full[s->prefix_len + key_len] = '\0';
+	*len = s->prefix_len + key_len;
+	return full;
+}
+
+/*
+ * Strips the prefix from @kv's key in place; false (and @kv untouched) if
+ * the key does not start with it.  A kv without a key passes.
+ */
+static bool store_strip(struct store *s, struct store_kv *kv)
+{
+	if (!kv->key)
+		return kv->key_len == 0;
+	if (kv->key_len < s->prefix_len ||
+	    memcmp(kv->key, s->prefix, s->prefix_len) != 0)
+		return false;
+	memmove(kv->key, kv->key + s->prefix_len,
+		kv->key_len - s->prefix_len);
+	kv->key_len -= s->prefix_len;
+	kv->key[kv->key_len] = '\0';
+	return true;
+}
+
+static int store_enomem(struct store_error *err, const char *key,
+			size_t key_len)
+{
+	return store_fail(err, STORE_EINTERNAL, key, key_len, 0,
+			  "out of memory");
+}
+
+/* --- configuration --- */
+
+static bool store_is_space(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * An endpoint is an http:// or https:// URL with a host, maybe a port
+ * (1-65535) and a path, of printable bytes, and nothing a request path
+ * would be appended after badly (a query, a fragment) or that would hide
+ * credentials in it (user@).
+ */
+static bool store_endpoint_ok(const char *ep)
+{
+	const char *host, *end, *port, *p;
+	long n;
+
+	if (strncmp(ep, "http://", 7) == 0)
+		host = ep + 7;
+	else if (strncmp(ep, "https://", 8) == 0)
+		host = ep + 8;
+	else
+		return false;
+	for (p = ep; *p; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
+		    *p == '?' || *p == '#' || *p == ',' || *p == '@')
+			return false;
+	end = strchr(host, '/');
+	if (!end)
+		end = host + strlen(host);
+	if (*host == '[') {
+		/* [v6 address] */
+		p = memchr(host, ']', (size_t)(end - host));
+		if (!p || p == host + 1)
+			return false;
+		port = p + 1 < end ? p + 1 : NULL;
+		if (port && *port != ':')
+			return false;
+	} else {
+		port = memchr(host, ':', (size_t)(end - host));
+		if (port == host || host == end)
+			return false;
+	}
+	if (!port)
+		return true;
+	/* ":digits", nothing else, 1 to 65535 */
+	port++;
+	if (port == end || end - port > 5)
+		return false;
+	for (n = 0, p = port; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n = n * 10 + (*p - '0');
+	}
+	return n >= 1 && n <= 65535;
+}
+
+/*
+ * Splits the comma list @list into s's endpoint array: spaces around each
+ * are dropped, as is a trailing '/'; each must be an http:// or https://
+ * URL with a host.
+ */
+static int store_parse_endpoints(struct store_priv *p, const char *list,
+				 struct store_error *err)
+{
+	const char *a = list, *b, *e;
+	size_t n = 1, i = 0, len;
+	char *ep;
+
+	for (b = list; *b; b++)
+		if (*b == ',')
+			n++;
+	p->endpoints = calloc(n, sizeof(*p->endpoints));
+	if (!p->endpoints)
+		return store_enomem(err, NULL, 0);
+	for (;;) {
+		e = strchr(a, ',');
+		if (!e)
+			e = a + strlen(a);
+		b = e;
+		while (a < b && store_is_space(*a))
+			a++;
+		while (b > a && store_is_space(b[-1]))
+			b--;
+		len = (size_t)(b - a);
+		while (len > 0 && a[len - 1] == '/')
+			len--;
+		ep = store_memdup(a, len);
+		if (!ep)
+			return store_enomem(err, NULL, 0);
+		p->endpoints[i++] = ep;
+		p->n_endpoints = i;
+		if (!store_endpoint_ok(ep))
+			return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+					  "bad endpoint '%.*s'",
+					  (int)(b - a), a);
+		if (!*e)
+			break;
+		a = e + 1;
+	}
+	return 0;
+}
+
+/* strerror(@e), lower case as every message here. */
+static const char *store_errno_str(int e, char *buf, size_t size)
+{
+	char tmp[128];
+
+	/* GNU strerror_r: returns a string, maybe not the one passed. */
+	snprintf(buf, size, "%s", strerror_r(e, tmp, sizeof(tmp)));
+	buf[0] = (char)tolower((unsigned char)buf[0]);
+	return buf;
+}
+
+/* EINVAL naming @path unless it is a file this process can read. */
+static int store_check_file(const char *what, const char *path,
+			    struct store_error *err)
+{
+	char ebuf[128];
+	FILE *f;
+	int e;
+
+	f = fopen(path, "r");
+	if (!f) {
+		e = errno;
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+				  "cannot read %s '%s': %s", what, path,
+				  store_errno_str(e, ebuf, sizeof(ebuf)));
+	}
+	/* A directory opens; reading it is what fails. */
+	if (fgetc(f) == EOF && ferror(f)) {
+		e = errno;
+		fclose(f);
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+				  "cannot read %s '%s': %s", what, path,
+				  store_errno_str(e, ebuf, sizeof(ebuf)));
+	}
+	fclose(f);
+	return 0;
+}
+
+/*
+ * Copies cfg's strings into one block owned by the store, so that the
+ * caller's may go away.  An empty file name or user counts as none.
+ */
+static int store_copy_config(struct store *s, const struct store_config *cfg)
+{
+	const char **fields[] = {
+		&s->cfg.endpoints, &s->cfg.prefix, &s->cfg.cacert,
+		&s->cfg.cert, &s->cfg.key, &s->cfg.user, &s->cfg.password,
+	};
+	size_t i, n, total = 1;
+	char *q;
+
+	s->cfg = *cfg;
+	if (s->cfg.cacert && !s->cfg.cacert[0])
+		s->cfg.cacert = NULL;
+	if (s->cfg.cert && !s->cfg.cert[0])
+		s->cfg.cert = NULL;
+	if (s->cfg.key && !s->cfg.key[0])
+		s->cfg.key = NULL;
+	if (s->cfg.user && !s->cfg.user[0])
+		s->cfg.user = NULL;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (*fields[i])
+			total += strlen(*fields[i]) + 1;
+	s->strings = malloc(total);
+	if (!s->strings)
+		return STORE_EINTERNAL;
+	q = s->strings;
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (!*fields[i])
+			continue;
+		n = strlen(*fields[i]) + 1;
+		memcpy(q, *fields[i], n);
+		*fields[i] = q;
+		q += n;
+	}
+	*q = '\0';
+	store_priv(s)->strings_len = total;
+
+	if (!s->cfg.page_size)
+		s->cfg.page_size = STORE_DEFAULT_PAGE_SIZE;
+	if (!s->cfg.max_value_size)
+		s->cfg.max_value_size = STORE_DEFAULT_MAX_VALUE_SIZE;
+	if (!s->cfg.max_reply_size)
+		s->cfg.max_reply_size = STORE_DEFAULT_MAX_REPLY_SIZE;
+	if (!s->cfg.max_update_retries)
+		s->cfg.max_update_retries = STORE_DEFAULT_UPDATE_RETRIES;
+	if (!s->cfg.connect_timeout_ms)
+		s->cfg.connect_timeout_ms = STORE_DEFAULT_CONNECT_MS;
+	if (!s->cfg.request_timeout_ms)
+		s->cfg.request_timeout_ms = STORE_DEFAULT_REQUEST_MS;
+	return 0;
+}
+
+static void store_priv_free(struct store_priv *p)
+{
+	size_t i;
+
+	if (p->be_ready && p->s.be_ops->release)
+		p->s.be_ops->release(&p->s);
+	transport_free(p->s.tr);
+	for (i = 0; i < p->n_endpoints; i++)
+		free(p->endpoints[i]);
+	free(p->endpoints);
+	free(p->s.prefix);
+	if (p->s.strings) {
+		/* It holds the password. */
+		memset(p->s.strings, 0, p->strings_len);
+		free(p->s.strings);
+	}
+	pthread_mutex_destroy(&p->watch_lock);
+	free(p);
+}
+
+struct store *store_new(const struct store_config *cfg, struct store_error *err)
+{
+	struct transport_config tc = { 0 };
+	struct store_priv *p;
+	struct store *s;
+	int rc;
+
+	if (!cfg) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0, "no configuration");
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		store_enomem(err, NULL, 0);
+		return NULL;
+	}
+	if (pthread_mutex_init(&p->watch_lock, NULL) != 0) {
+		free(p);
+		store_enomem(err, NULL, 0);
+		return NULL;
+	}
+	s = &p->s;
+	if (store_copy_config(s, cfg) < 0) {
+		store_enomem(err, NULL, 0);
+		goto err_free;
+	}
+	s->prefix = strdup(s->cfg.prefix ? s->cfg.prefix : "");
+	if (!s->prefix) {
+		store_enomem(err, NULL, 0);
+		goto err_free;
+	}
+	s->prefix_len = strlen(s->prefix);
+
+	if (store_parse_endpoints(p, s->cfg.endpoints ? s->cfg.endpoints :
+				  ETCDFS_DEFAULT_ENDPOINT, err) < 0)
+		goto err_free;
+	if (s->cfg.api != STORE_API_V3 && s->cfg.api != STORE_API_V2) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0, "bad api 'v%d'",
+			   (int)s->cfg.api);
+		goto err_free;
+	}
+	if (s->cfg.connect_timeout_ms < 0 || s->cfg.request_timeout_ms < 0) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "bad timeout: %ld ms to connect, %ld ms a request",
+			   s->cfg.connect_timeout_ms,
+			   s->cfg.request_timeout_ms);
+		goto err_free;
+	}
+	if (s->cfg.max_update_retries < 0) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "bad number of update retries %d",
+			   s->cfg.max_update_retries);
+		goto err_free;
+	}
+	if (s->cfg.user && !s->cfg.password) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "user '%s' given without a password", s->cfg.user);
+		goto err_free;
+	}
+	if (s->cfg.cert && !s->cfg.key) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "client certificate '%s' given without its key",
+			   s->cfg.cert);
+		goto err_free;
+	}
+	if (s->cfg.key && !s->cfg.cert) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "client key '%s' given without its certificate",
+			   s->cfg.key);
+		goto err_free;
+	}
+	if (s->cfg.cacert &&
+	    store_check_file("CA certificate", s->cfg.cacert, err) < 0)
+		goto err_free;
+	if (s->cfg.cert &&
+	    store_check_file("client certificate", s->cfg.cert, err) < 0)
+		goto err_free;
+	if (s->cfg.key && store_check_file("client key", s->cfg.key, err) < 0)
+		goto err_free;
+
+	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
+		&store_etcd3_backend;
+
+	tc.endpoints = (const char *const *)p->endpoints;
+	tc.n_endpoints = p->n_endpoints;
+	tc.cacert = s->cfg.cacert;
+	tc.cert = s->cfg.cert;
+	tc.key = s->cfg.key;
+	tc.auth = !s->cfg.user ? TRANSPORT_AUTH_NONE :
+		s->cfg.api == STORE_API_V2 ? TRANSPORT_AUTH_BASIC :
+		TRANSPORT_AUTH_ETCD3;
+	tc.user = s->cfg.user;
+	tc.password = s->cfg.password;
+	tc.connect_timeout_ms = s->cfg.connect_timeout_ms;
+	tc.request_timeout_ms = s->cfg.request_timeout_ms;
+	tc.max_reply_size = s->cfg.max_reply_size;
+	s->tr = transport_new(&tc, err);
+	if (!s->tr)
+		goto err_free;
+
+	rc = s->be_ops->init(s, err);
+	if (rc < 0)
+		goto err_free;
+	p->be_ready = true;
+	return s;
+
+err_free:
+	store_priv_free(p);
+	return NULL;
+}
+
+/* Stops and frees the watch of @node, which is off the list already. */
+static void store_watch_node_free(struct store_watch_node *node)
+{
+	struct store *s = node->w.s;
+
+	if (node->started && s->be_ops->watch_stop)
+		s->be_ops->watch_stop(&node->w);
+	free(node->w.key);
+	free(node->w.range_end);
+	free(node);
+}
+
+void store_free(struct store *s)
+{
+	struct store_priv *p;
+	struct store_watch_node *node, *next;
+
+	if (!s)
+		return;
+	p = store_priv(s);
+	pthread_mutex_lock(&p->watch_lock);
+	node = p->watches;
+	p->watches = NULL;
+	pthread_mutex_unlock(&p->watch_lock);
+	for (; node; node = next) {
+		next = node->next;
+		store_watch_node_free(node);
+	}
+	store_priv_free(p);
+}
+
+const char *store_backend_name(const struct store *s)
+{
+	return s->be_ops->name;
+}
+
+size_t store_max_value_size(const struct store *s)
+{
+	return s->cfg.max_value_size;
+}
+
+const char *store_endpoint(struct store *s)
+{
+	return transport_endpoint(s->tr);
+}
+
+int store_revision(struct store *s, int64_t *rev, struct store_error *err)
+{
+	*rev = 0;
+	return s->be_ops->revision(s, rev, err);
+}
+
+/* --- reads --- */
+
+/*
+ * Reads the full key @full into @cur (prefix stripped); *@exists false and
+ * 0 if it is absent.
+ */
+static int store_read(struct store *s, const char *full, size_t full_len,
+		      unsigned flags, struct store_kv *cur, bool *exists,
+		      struct store_error *err)
+{
+	int rc;
+
+	memset(cur, 0, sizeof(*cur));
+	*exists = false;
+	rc = s->be_ops->get(s, full, full_len, flags, cur, err);
+	if (rc == STORE_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	if (!cur->key) {
+		/* The backend did not say which key: it is the one asked. */
+		cur->key = store_memdup(full, full_len);
+		if (!cur->key)
+			return store_enomem(err, full, full_len);
+		cur->key_len = full_len;
+	}
+	if (cur->key_len != full_len ||
+	    memcmp(cur->key, full, full_len) != 0 || !store_strip(s, cur)) {
+		store_kv_release(cur);
+		return store_fail(err, STORE_EBADREPLY, full, full_len, 0,
+				  "the server answered another key");
+	}
+	*exists = true;
+	return 0;
+}
+
+int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,
+	      struct store_kv *out, struct store_error *err)
+{
+	char *full;
+	size_t full_len;
+	bool exists;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	full = store_full_key(s, key, key_len, &full_len);
+	if (!full)
+		return store_enomem(err, key, key_len);
+	if (full_len == 0) {
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+		goto out;
+	}
+	rc = store_read(s, full, full_len, flags, out, &exists, err);
+	if (rc == 0 && !exists)
+		rc = store_fail(err, STORE_ENOTFOUND, full, full_len, 0,
+				"key not found");
+out:
+	free(full);
+	return rc;
+}
+
+/*
+ * Strips the prefix from out->kvs[from..], dropping the keys outside it;
+ * a conforming server never returns one, but the mount must never show one.
+ */
+static void store_strip_list(struct store *s, struct store_list *out,
+			     size_t from)
+{
+	size_t i, j = from;
+
+	for (i = from; i < out->n; i++) {
+		if (!out->kvs[i].key || !store_strip(s, &out->kvs[i])) {
+			store_kv_release(&out->kvs[i]);
+			continue;
+		}
+		if (i != j)
+			out->kvs[j] = out->kvs[i];
+		j++;
+	}
+	out->n = j;
+}
+
+int store_list(struct store *s, const char *prefix, size_t prefix_len,
+	       unsigned flags, struct store_list *out, struct store_error *err)
+{
+	char *full, *end, *start = NULL;
+	size_t full_len, end_len, start_len = 0, before, got;
+	const struct store_kv *last;
+	int64_t rev;
+	int rc = 0, restarts = 0;
+	bool more;
+
+	memset(out, 0, sizeof(*out));
+	full = store_full_key(s, prefix, prefix_len, &full_len);
+	if (!full)
+		return store_enomem(err, prefix, prefix_len);
+	end = store_range_end(full, full_len, &end_len);
+	if (!end) {
+		free(full);
+		return store_enomem(err, prefix, prefix_len);
+	}
+	if (full_len == 0) {
+		/* Every key: etcd starts a range at "\0", never at "". */
+		free(full);
+		full = calloc(1, 2);
+		if (!full) {
+			free(end);
+			return store_enomem(err, NULL, 0);
+		}
+		full_len = 1;
+	}
+
+again:
+	rev = 0;
+	for (;;) {
+		before = out->n;
+		more = false;
+		rc = s->be_ops->range(s, start ? start : full,
+				      start ? start_len : full_len, end,
+				      end_len, rev, s->cfg.page_size, flags,
+				      out, &more, err);
+		if (rc == STORE_ECOMPACTED && rev != 0 &&
+		    restarts < STORE_LIST_RESTARTS) {
+			/*
+			 * Compacted between two pages: the first page's
+			 * revision is gone; read the whole list again at a
+			 * newer one rather than mix revisions.
+			 */
+			restarts++;
+			store_list_release(out);
+			free(start);
+			start = NULL;
+			goto again;
+		}
+		if (rc < 0)
+			goto out;
+		/* A later page's header holds the current revision, not
+		 * the one it was read at. */
+		if (rev == 0)
+			rev = out->revision;
+		else
+			out->revision = rev;
+		got = out->n - before;
+		if (more && got) {
+			/* Go on right after the last key: that key + "\0". */
+			last = &out->kvs[out->n - 1];
+			free(start);
+			start = malloc(last->key_len + 2);
+			if (!start) {
+				rc = store_enomem(err, full, full_len);
+				goto out;
+			}
+			memcpy(start, last->key, last->key_len);
+			start[last->key_len] = '\0';
+			start[last->key_len + 1] = '\0';
+			start_len = last->key_len + 1;
+		}
+		store_strip_list(s, out, before);
+		if (!more)
+			break;
+		if (!got) {
+			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
+					"the server promised more keys and "
+					"sent none");
+			goto out;
+		}
+		if (rev == 0) {
+			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
+					"no revision in a list reply");
+			goto out;
+		}
+	}
+out:
+	if (rc < 0)
+		store_list_release(out);
+	free(start);
+	free(end);
+	free(full);
+	return rc;
+}
+
+/* --- writes --- */
+
+int store_create(struct store *s, const char *key, size_t key_len,
+		 const char *value, size_t value_len, int64_t lease,
+		 int64_t *rev, struct store_error *err)
+{
+	struct store_kv cur = { 0 };
+	char *full;
+	size_t full_len;
+	int64_t newrev = 0;
+	int rc;
+
+	full = store_full_key(s, key, key_len, &full_len);
+	if (!full)
+		return store_enomem(err, key, key_len);
+	if (full_len == 0) {
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+		goto out;
+	}
+	if (value_len > s->cfg.max_value_size) {
+		rc = store_fail(err, STORE_ETOOLARGE, full, full_len, 0,
+				"value of %zu bytes is larger than %zu bytes",
+				value_len, s->cfg.max_value_size);
+		goto out;
+	}
+	if (lease < 0) {
+		rc = store_fail(err, STORE_EINVAL, full, full_len, 0,
+				"bad lease %lld", (long long)lease);
+		goto out;
+	}
+	rc = s->be_ops->cas(s, full, full_len, 0, value ? value : "",
+			    value_len, lease, &newrev, &cur, err);
+	if (rc == STORE_EPRECONDITION)
+		rc = store_fail(err, STORE_EEXISTS, full, full_len,
+				cur.mod_revision, "key exists");
+	else if (rc == 0 && rev)
+		*rev = newrev;
+	store_kv_release(&cur);
+out:
+	free(full);
+	return rc;
+}
+
+/* EINVAL unless @pre is made of revisions, STORE_REV_ABSENT or 0. */
+static bool store_pre_ok(const struct store_preconditions *pre)
+{
+	return !pre || ((pre->mod_revision >= 0 ||
+			 pre->mod_revision == STORE_REV_ABSENT) &&
+			pre->create_revision >= 0);
+}
+
+int store_delete(struct store *s, const char *key, size_t key_len,
+		 const struct store_preconditions *pre, struct store_kv *prev,
+		 int64_t *rev, struct store_error *err)
+{
+	struct store_kv tmp = { 0 };
+	int64_t expect_mod = -1, expect_create = 0, newrev = 0;
+	char *full;
+	size_t full_len;
+	int rc;
+
+	if (prev)
+		memset(prev, 0, sizeof(*prev));
+	full = store_full_key(s, key, key_len, &full_len);
+	if (!full)
+		return store_enomem(err, key, key_len);
+	if (full_len == 0) {
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+		goto out;
+	}
+	if (!store_pre_ok(pre) ||
+	    (pre && pre->mod_revision == STORE_REV_ABSENT)) {
+		rc = store_fail(err, STORE_EINVAL, full, full_len, 0,
+				"bad precondition for a delete");
+		goto out;
+	}
+	if (pre && pre->mod_revision > 0)
+		expect_mod = pre->mod_revision;
+	if (pre)
+		expect_create = pre->create_revision;
+	rc = s->be_ops->del(s, full, full_len, expect_mod, expect_create,
+			    &tmp, &newrev, err);
+	if (rc == 0 || rc == STORE_EPRECONDITION) {
+		if (tmp.key && !store_strip(s, &tmp))
+			store_kv_release(&tmp);
+		if (rc == STORE_EPRECONDITION && err)
+			err->revision = tmp.mod_revision;
+		if (prev) {
+			*prev = tmp;
+			memset(&tmp, 0, sizeof(tmp));
+		}
+	}
+	if (rc == 0 && rev)
+		*rev = newrev;
+	store_kv_release(&tmp);
+out:
+	free(full);
+	return rc;
+}
+
+/* True if @pre holds for @cur (NULL: the key is absent). */
+static bool store_pre_holds(const struct store_preconditions *pre,
+			    const struct store_kv *cur)
+{
+	if (!pre)
+		return true;
+	if (pre->mod_revision == STORE_REV_ABSENT)
+		return !cur;
+	if (pre->mod_revision > 0 &&
+	    (!cur || cur->mod_revision != pre->mod_revision))
+		return false;
+	if (pre->create_revision > 0 &&
+	    (!cur || cur->create_revision != pre->create_revision))
+		return false;
+	return true;
+}
+
+int store_guaranteed_update(struct store *s, const char *key, size_t key_len,
+			    bool ignore_not_found,
+			    const struct store_preconditions *pre,
+			    const struct store_kv *suggestion,
+			    store_try_update_fn try_update, void *arg,
+			    struct store_kv *out, struct store_error *err)
+{
+	struct store_kv cur = { 0 }, next = { 0 };
+	struct store_update upd;
+	char *full, *value;
+	size_t full_len;
+	int64_t lease, newrev;
+	bool exists, current;
+	int rc, attempts = 0;
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	full = store_full_key(s, key, key_len, &full_len);
+	if (!full)
+		return store_enomem(err, key, key_len);
+	if (full_len == 0 || !try_update || !store_pre_ok(pre)) {
+		rc = store_fail(err, STORE_EINVAL, full, full_len, 0,
+				full_len ? "bad precondition or update function"
+				: "empty key");
+		goto out;
+	}
+
+	if (suggestion && suggestion->mod_revision > 0) {
+		/* Checked by the transaction's compare like any state. */
+		if (store_kv_copy(&cur, suggestion) < 0) {
+			rc = store_enomem(err, full, full_len);
+			goto out;
+		}
+		free(cur.key);
+		cur.key = store_memdup(key, key_len);
+		if (!cur.key) {
+			rc = store_enomem(err, full, full_len);
+			goto out;
+		}
+		cur.key_len = key_len;
+		exists = true;
+		current = false;
+	} else if (suggestion) {
+		exists = false;
+		current = false;
+	} else {
+		rc = store_read(s, full, full_len, 0, &cur, &exists, err);
+		if (rc < 0)
+			goto out;
+		current = true;
+	}
+
+	for (;;) {
+		if ((!exists && !ignore_not_found) ||
+		    !store_pre_holds(pre, exists ? &cur : NULL)) {
+			if (!current) {
+				/*
+				 * The caller's suggestion may be stale: only
+				 * the current state can fail the update.
+				 */
+				store_kv_release(&cur);
+				rc = store_read(s, full, full_len, 0, &cur,
+						&exists, err);
+				if (rc < 0)
+					goto out;
+				current = true;
+				continue;
+			}
+			if (!exists && !ignore_not_found)
+				rc = store_fail(err, STORE_ENOTFOUND, full,
+						full_len, 0, "key not found");
+			else if (exists)
+				rc = store_fail(err, STORE_EPRECONDITION, full,
+						full_len, cur.mod_revision,
+						"precondition failed: the key "
+						"is at revision %lld",
+						(long long)cur.mod_revision);
+			else
+				rc = store_fail(err, STORE_EPRECONDITION, full,
+						full_len, 0,
+						"precondition failed: the key "
+						"does not exist");
+			goto out;
+		}
+		if (attempts >= s->cfg.max_update_retries) {
+			rc = store_fail(err, STORE_ECONFLICT, full, full_len,
+					exists ? cur.mod_revision : 0,
+					"gave up after %d conflicting updates",
+					attempts);
+			goto out;
+		}
+		attempts++;
+
+		upd.value = NULL;
+		upd.value_len = 0;
+		upd.lease = -1;
+		rc = try_update(arg, exists ? &cur : NULL, &upd);
+		if (rc != 0) {
+			free(upd.value);
+			if (rc > 0)
+				rc = STORE_EINTERNAL;
+			rc = store_fail(err, rc, full, full_len,
+					exists ? cur.mod_revision : 0,
+					"update stopped: %s",
+					store_strerror(rc));
+			goto out;
+		}
+		lease = upd.lease == -1 ? (exists ? cur.lease : 0) : upd.lease;
+		if ((upd.value_len && !upd.value) || lease < 0) {
+			free(upd.value);
+			rc = store_fail(err, STORE_EINVAL, full, full_len, 0,
+					"bad update: no value or bad lease");
+			goto out;
+		}
+		if (upd.value_len > s->cfg.max_value_size) {
+			free(upd.value);
+			rc = store_fail(err, STORE_ETOOLARGE, full, full_len, 0,
+					"value of %zu bytes is larger than "
+					"%zu bytes", upd.value_len,
+					s->cfg.max_value_size);
+			goto out;
+		}
+		if (exists && upd.value_len == cur.value_len &&
+		    (upd.value_len == 0 ||
+		     memcmp(upd.value, cur.value, upd.value_len) == 0) &&
+		    lease == cur.lease) {
+			free(upd.value);
+			if (!current) {
+				/* Nothing to write to a state that may be
+				 * stale: read the real one and try again. */
+				store_kv_release(&cur);
+				rc = store_read(s, full, full_len, 0, &cur,
+						&exists, err);
+				if (rc < 0)
+					goto out;
+				current = true;
+				attempts--;
+				continue;
+			}
+			if (out) {
+				*out = cur;
+				memset(&cur, 0, sizeof(cur));
+			}
+			rc = 0;
+			goto out;
+		}
+
+		newrev = 0;
+		memset(&next, 0, sizeof(next));
+		rc = s->be_ops->cas(s, full, full_len,
+				    exists ? cur.mod_revision : 0,
+				    upd.value ? upd.value : "", upd.value_len,
+				    lease, &newrev, &next, err);
+		if (rc == STORE_EPRECONDITION) {
+			/* Lost a race: go again from the winner's state. */
+			free(upd.value);
+			store_kv_release(&cur);
+			current = true;
+			exists = next.key != NULL && next.mod_revision > 0;
+			if (!exists) {
+				store_kv_release(&next);
+				continue;
+			}
+			if (next.key_len != full_len ||
+			    memcmp(next.key, full, full_len) != 0 ||
+			    !store_strip(s, &next)) {
+				store_kv_release(&next);
+				rc = store_fail(err, STORE_EBADREPLY, full,
+						full_len, 0,
+						"the server answered another "
+						"key");
+				goto out;
+			}
+			cur = next;
+			memset(&next, 0, sizeof(next));
+			continue;
+		}
+		store_kv_release(&next);
+		if (rc < 0) {
+			free(upd.value);
+			goto out;
+		}
+		if (!out) {
+			free(upd.value);
+			goto out;
+		}
+		/* The caller's buffer may lack the NUL a store_kv has. */
+		value = realloc(upd.value, upd.value_len + 1);
+		if (!value) {
+			free(upd.value);
+			/* Written, but it cannot be told: say so. */
+			rc = store_enomem(err, full, full_len);
+			goto out;
+		}
+		value[upd.value_len] = '\0';
+		out->key = store_memdup(key, key_len);
+		if (!out->key) {
+			free(value);
+			rc = store_enomem(err, full, full_len);
+			goto out;
+		}
+		out->key_len = key_len;
+		out->value = value;
+		out->value_len = upd.value_len;
+		out->create_revision = exists ? cur.create_revision : newrev;
+		out->mod_revision = newrev;
+		out->version = !exists ? 1 : cur.version ? cur.version + 1 : 0;
+		out->lease = lease;
+		goto out;
+	}
+out:
+	store_kv_release(&cur);
+	free(full);
+	return rc;
+}
+
+int store_move(struct store *s, const char *from, size_t from_len,
+	       const struct store_preconditions *pre_from,
+	       const char *to, size_t to_len,
+	       const struct store_preconditions *pre_to,
+	       const char *value, size_t value_len, int64_t *rev,
+	       struct store_error *err)
+{
+	char *ffull, *tfull = NULL;
+	size_t ffull_len, tfull_len;
+	int64_t newrev = 0;
+	int rc;
+
+	if (!s->be_ops->move)
+		return store_fail(err, STORE_ENOTSUP, from, from_len, 0,
+				  "the %s backend cannot rename atomically",
+				  s->be_ops->name);
+	ffull = store_full_key(s, from, from_len, &ffull_len);
+	if (!ffull)
+		return store_enomem(err, from, from_len);
+	tfull = store_full_key(s, to, to_len, &tfull_len);
+	if (!tfull) {
+		rc = store_enomem(err, to, to_len);
+		goto out;
+	}
+	if (ffull_len == 0 || tfull_len == 0) {
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+		goto out;
+	}
+	if (!store_pre_ok(pre_from) || !store_pre_ok(pre_to) ||
+	    (pre_from && pre_from->mod_revision == STORE_REV_ABSENT)) {
+		rc = store_fail(err, STORE_EINVAL, ffull, ffull_len, 0,
+				"bad precondition for a rename");
+		goto out;
+	}
+	if (value && value_len > s->cfg.max_value_size) {
+		rc = store_fail(err, STORE_ETOOLARGE, tfull, tfull_len, 0,
+				"value of %zu bytes is larger than %zu bytes",
+				value_len, s->cfg.max_value_size);
+		goto out;
+	}
+	rc = s->be_ops->move(s, ffull, ffull_len, pre_from, tfull, tfull_len,
+			     pre_to, value, value_len, &newrev, err);
+	if (rc == 0 && rev)
+		*rev = newrev;
+out:
+	free(tfull);
+	free(ffull);
+	return rc;
+}
+
+int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
+		      struct store_error *err)
+{
+	*id = 0;
+	if (ttl <= 0)
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+				  "bad lease ttl %lld", (long long)ttl);
+	return s->be_ops->lease_grant(s, ttl, id, err);
+}
+
+/* --- watches --- */
+
+/* Shows @kv (borrowed) without the prefix; false if it is outside. */
+static bool store_view(struct store *s, struct store_kv *kv)
+{
+	if (!kv->key || kv->key_len < s->prefix_len ||
+	    memcmp(kv->key, s->prefix, s->prefix_len) != 0)
+		return false;
+	kv->key += s->prefix_len;
+	kv->key_len -= s->prefix_len;
+	return true;
+}
+
+/* Runs on the backend's watch thread: the prefix comes off here. */
+static void store_watch_event(void *arg, const struct store_event *ev)
+{
+	struct store_watch_node *node = arg;
+	struct store *s = node->w.s;
+	struct store_event e = *ev;
+
+	if (e.type == STORE_EV_PUT || e.type == STORE_EV_DELETE) {
+		if (!store_view(s, &e.kv))
+			return;
+		if (e.prev_kv.key && !store_view(s, &e.prev_kv))
+			memset(&e.prev_kv, 0, sizeof(e.prev_kv));
+	}
+	node->fn(node->arg, &e);
+}
+
+int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
+		int64_t start_rev, store_watch_fn fn, void *arg,
+		struct store_watch **out, struct store_error *err)
+{
+	struct store_priv *p = store_priv(s);
+	struct store_watch_node *node;
+	struct store_watch *w;
+	int rc;
+
+	*out = NULL;
+	if (!fn || start_rev < 0)
+		return store_fail(err, STORE_EINVAL, key, key_len, 0,
+				  "bad watch arguments");
+	if (!s->be_ops->watch)
+		return store_fail(err, STORE_ENOTSUP, key, key_len, 0,
+				  "the %s backend cannot watch",
+				  s->be_ops->name);
+	node = calloc(1, sizeof(*node));
+	if (!node)
+		return store_enomem(err, key, key_len);
+	w = &node->w;
+	w->s = s;
+	w->key = store_full_key(s, key, key_len, &w->key_len);
+	if (!w->key) {
+		rc = store_enomem(err, key, key_len);
+		goto err_free;
+	}
+	if (prefix) {
+		w->range_end = store_range_end(w->key, w->key_len,
+					       &w->range_end_len);
+		if (!w->range_end) {
+			rc = store_enomem(err, key, key_len);
+			goto err_free;
+		}
+		if (w->key_len == 0) {
+			/* Every key: from "\0" to "\0". */
+			free(w->key);
+			w->key = calloc(1, 2);
+			if (!w->key) {
+				rc = store_enomem(err, key, key_len);
+				goto err_free;
+			}
+			w->key_len = 1;
+		}
+	} else if (w->key_len == 0) {
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+		goto err_free;
+	}
+	w->start_rev = start_rev;
+	w->fn = store_watch_event;
+	w->arg = node;
+	node->fn = fn;
+	node->arg = arg;
+
+	rc = s->be_ops->watch(s, w, err);
+	if (rc < 0)
+		goto err_free;
+	node->started = true;
+
+	pthread_mutex_lock(&p->watch_lock);
+	node->next = p->watches;
+	if (node->next)
+		node->next->prev = node;
+	p->watches = node;
+	pthread_mutex_unlock(&p->watch_lock);
+	*out = w;
+	return 0;
+
+err_free:
+	store_watch_node_free(node);
+	return rc;
+}
+
+void store_watch_stop(struct store_watch *w)
+{
+	struct store_watch_node *node;
+	struct store_priv *p;
+
+	if (!w)
+		return;
+	node = container_of(w, struct store_watch_node, w);
+	p = store_priv(w->s);
+	pthread_mutex_lock(&p->watch_lock);
+	if (node->prev)
+		node->prev->next = node->next;
+	else
+		p->watches = node->next;
+	if (node->next)
+		node->next->prev = node->prev;
+	pthread_mutex_unlock(&p->watch_lock);
+	store_watch_node_free(node);
+}
+
+/* --- cluster --- */
+
+int store_members(struct store *s, struct store_member **members, size_t *n,
+		  struct store_error *err)
+{
+	*members = NULL;
+	*n = 0;
+	if (!s->be_ops->members)
+		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
+				  "the %s backend cannot list members",
+				  s->be_ops->name);
+	return s->be_ops->members(s, members, n, err);
+}
+
+void store_members_free(struct store_member *members, size_t n)
+{
+	size_t i, j;
+
+	if (!members)
+		return;
+	for (i = 0; i < n; i++) {
+		free(members[i].name);
+		for (j = 0; j < members[i].n_client_urls; j++)
+			free(members[i].client_urls[j]);
+		free(members[i].client_urls);
+	}
+	free(members);
+}
