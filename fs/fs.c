@@ -1177,6 +1177,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 					   &key_len);
 		if (!err) {
 			node_set_key_own(n, key, key_len);
+			key = NULL;
 			tree_move(fs, n, ndir, newname, old, &inv);
 		}
 		goto out;
@@ -1202,6 +1203,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		n->local = true;
 		n->pending = false;
 		node_set_key_own(n, key, key_len);
+		key = NULL;
 		tree_move(fs, n, ndir, newname, old, &inv);
 		goto out;
 	}
@@ -1213,6 +1215,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (n->pending) {
 		/* not in etcd yet: the commit at close creates the new key */
 		node_set_key_own(n, key, key_len);
+		key = NULL;
 		n->mod_revision = pre_to.mod_revision > 0 ?
 				  pre_to.mod_revision : 0;
 		tree_move(fs, n, ndir, newname, old, &inv);
@@ -1238,6 +1241,10 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (pre_to.mod_revision == STORE_REV_ABSENT && from_key &&
 		    from_len == key_len && memcmp(from_key, key, key_len) == 0)
 			pre_to.mod_revision = pre_from.mod_revision;
+		/* the watch event of this put waits until n is in place */
+		inflight_begin(fs, &in_to, key, key_len);
+		in_from.key = NULL;
+		in_end = true;
 		pthread_mutex_unlock(&fs->lock);
 		ret = fs_commit_value(fs, n, key, key_len,
 				      pre_to.mod_revision, data, len,
@@ -1284,7 +1291,8 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		tree_move(fs, n, ndir, newname, old, &inv);
 	}
 	if (in_end) {
-		inflight_end(fs, &in_from);
+		if (in_from.key)
+			inflight_end(fs, &in_from);
 		inflight_end(fs, &in_to);
 	}
 	if (!err && from_key && (from_len != key_len ||
