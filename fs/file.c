@@ -41,6 +41,8 @@ struct handle {
 	bool dirty;		/* written since the last commit */
 	bool truncated;		/* opened with O_TRUNC, not written yet */
 	bool failed;		/* a commit failed: do not try again */
+	int failed_err;		/* what close says then, if not 0 */
+	bool trunc_waiting;	/* counted in node->trunc_waiting */
 	struct handle *nnext;	/* in node->handles, under fs->lock */
 	bool writer;		/* opened for writing */
 	bool written;		/* write() was called */
@@ -168,6 +170,17 @@ static int local_resize(struct node *n, size_t size)
 	return ret;
 }
 
+/*
+ * The largest value a put of @key_len bytes of key may carry: etcd's limit
+ * is on the whole request, which names the key three times.
+ */
+static size_t value_limit(struct fs *fs, size_t key_len)
+{
+	size_t max = store_max_value_size(fs->store), over = 3 * key_len + 512;
+
+	return max > over ? max - over : 0;
+}
+
 struct update_arg {
 	const char *data;
 	size_t len;
@@ -216,7 +229,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	bool have_sugg = false;
 	int ret;
 
-	if (len > store_max_value_size(fs->store))
+	if (len > value_limit(fs, key_len))
 		return -EFBIG;
 	pthread_mutex_lock(&fs->lock);
 	inflight_begin(fs, &in, key, key_len);
@@ -301,14 +314,19 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 static int handle_sync(struct fs *fs, struct handle *h, bool final)
 {
 	struct node *n = h->node;
-	bool pending, gone, need;
+	bool pending, gone, need, need_wake;
 	int64_t rev = 0;
 	char *key;
 	size_t key_len;
 	int64_t base;
 	int ret;
 
-	if (h->local || h->failed || h->echo)
+	if (h->failed) {
+		ret = -h->failed_err;
+		h->failed_err = 0;
+		return ret;
+	}
+	if (h->local || h->echo)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	pending = n->pending;
@@ -318,6 +336,12 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 	key_len = n->key_len;
 	need = h->dirty || (final && h->truncated) ||
 	       (pending && (final || !h->truncated));
+	if (!need && h->truncated && !h->trunc_waiting) {
+		/* readers wait for this truncation (see fs_open) */
+		h->trunc_waiting = true;
+		n->trunc_waiting++;
+	}
+	need_wake = need && h->trunc_waiting;
 	if (!gone && need) {
 		key = malloc(key_len + 1);
 		if (key)
@@ -331,6 +355,14 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
 			      h->pid, true, &rev);
 	free(key);
+	if (need_wake) {
+		/* the value is in the mirror now: readers may go on */
+		pthread_mutex_lock(&fs->lock);
+		h->trunc_waiting = false;
+		n->trunc_waiting--;
+		pthread_cond_broadcast(&fs->inflight_cond);
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (!ret)
 		h->base = rev;
 	h->dirty = false;
@@ -349,6 +381,28 @@ static void committed(struct fs *fs, fuse_ino_t ino)
 {
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+}
+
+static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
+				 pid_t pid, bool echo);
+
+/*
+ * As handle_new, for a reader of @n whose key has moved on to the node
+ * @src (n was replaced while the open waited): it reads @src's value.
+ */
+static struct handle *handle_new_from(struct node *n, struct node *src,
+				      struct fuse_file_info *fi, pid_t pid)
+{
+	struct handle *h = handle_new(src, fi, pid, false);
+
+	if (h && src != n) {
+		src->nopen--;
+		src->refs--;
+		n->nopen++;
+		n->refs++;
+		h->node = n;
+	}
+	return h;
 }
 
 static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
@@ -404,6 +458,10 @@ static void handle_free(struct fs *fs, struct handle *h)
 	pthread_mutex_lock(&fs->lock);
 	if (!h->echo)
 		n->nopen--;
+	if (h->trunc_waiting) {
+		n->trunc_waiting--;
+		pthread_cond_broadcast(&fs->inflight_cond);
+	}
 	if (h->writer) {
 		struct handle **p;
 
@@ -419,8 +477,7 @@ static void handle_free(struct fs *fs, struct handle *h)
 		struct inval_list inv = { 0 };
 		struct node *dir = n->parent;
 
-		tree_detach(fs, n);
-		n->removed = true;
+		node_drop(fs, n);
 		tree_keep(fs, dir);
 		inval_release(&inv);
 	}
@@ -477,7 +534,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct echo_ev *echo;
 	bool cached, fill;
 	struct handle *h;
-	struct node *n;
+	struct node *n, *src;
 	int64_t rev;
 	int err;
 
@@ -502,6 +559,21 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	} else if (echo) {
 		echo = NULL;
 	}
+	if (!echo && !wr && n->trunc_waiting) {
+		/*
+		 * A file was opened with O_TRUNC and closed unwritten: its
+		 * empty value is committed at its last close, which follows
+		 * at once, or it is written to; either way, wait a moment.
+		 */
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		while (n->trunc_waiting &&
+		       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+					      &until) != ETIMEDOUT)
+			;
+	}
 	if (!echo && !n->local && !n->pending && !n->removed &&
 	    (fs->cfg.nowatch || fs->cfg.quorum)) {
 		err = -refresh_file(fs, n);
@@ -513,7 +585,11 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 	}
-	h = handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL);
+	src = n;
+	if (!echo && !wr && n->removed && !n->pending && !n->local)
+		src = tree_find_key(fs, n->key, n->key_len) ?: n;
+	h = echo || wr ? handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL)
+		       : handle_new_from(n, src, fi, fuse_req_ctx(req)->pid);
 	/*
 	 * The kernel's pages and size of this inode are good if they are of
 	 * the revision the mirror has (cache_rev).  Otherwise this reader
@@ -522,8 +598,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * committed, so writers never go through the pages readers share.
 	 */
 	rev = n->mod_revision;
-	cached = !wr && !h->local && rev > 0 && n->cache_rev == rev;
-	fill = !wr && !h->local && !cached;
+	cached = !wr && h && !h->local && rev > 0 && n->cache_rev == rev &&
+		 src == n;
+	fill = !wr && h && !h->local && !cached && src == n;
 	if (fill)
 		n->refs++;
 	pthread_mutex_unlock(&fs->lock);
@@ -708,8 +785,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	free(key);
 	pthread_mutex_lock(&fs->lock);
 	if (err && n->pending && n->parent) {
-		tree_detach(fs, n);
-		n->removed = true;
+		node_drop(fs, n);
 	}
 	node_unref(fs, n);
 	pthread_mutex_unlock(&fs->lock);
@@ -760,7 +836,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
-	size_t max = store_max_value_size(fs->store), o = (size_t)off;
+	size_t max = value_limit(fs, h->node->key_len), o = (size_t)off;
 	int err = 0;
 
 	if (h->echo)
@@ -782,7 +858,10 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (h->append)
 		o = h->len;
 	if (o + size > max) {
+		/* what it holds can never be saved: close saves nothing */
 		err = EFBIG;
+		h->failed = true;
+		h->failed_err = EFBIG;
 	} else {
 		if (o + size > h->len)
 			err = -resize(&h->buf, &h->len, &h->cap, o + size);
@@ -816,7 +895,7 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 		pthread_mutex_unlock(&fs->lock);
 		return err;
 	}
-	if ((size_t)size > store_max_value_size(fs->store))
+	if ((size_t)size > value_limit(fs, h->node->key_len))
 		return -EFBIG;
 	pthread_mutex_lock(&h->lock);
 	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
@@ -852,7 +931,7 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 
 	if (size < 0)
 		return -EINVAL;
-	if ((size_t)size > store_max_value_size(fs->store))
+	if ((size_t)size > value_limit(fs, n->key_len))
 		return -EFBIG;
 	pthread_mutex_lock(&fs->lock);
 	for (h = n->handles; size == 0 && h; h = h->nnext) {

@@ -444,6 +444,73 @@ static struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
 	return dir;
 }
 
+/* As lookup_key, for the directory (dir, name): the keys below it. */
+static int lookup_dir(struct fs *fs, struct node *dir, const char *name,
+		      struct inval_list *inv)
+{
+	struct store_error serr = { 0 };
+	struct store_list l = { 0 };
+	size_t prefix_len, i;
+	char *prefix;
+	int ret;
+
+	ret = fs_name_key(fs, dir, name, NODE_DIR, &prefix, &prefix_len);
+	if (ret)
+		return ret == -EINVAL ? -ENOENT : ret;
+	dir->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_list(fs->store, prefix, prefix_len,
+			 fs->cfg.quorum ? STORE_READ_QUORUM : 0, &l, &serr);
+	pthread_mutex_lock(&fs->lock);
+	node_unref(fs, dir);
+	free(prefix);
+	if (ret) {
+		store_list_release(&l);
+		return -fs_errno(ret);
+	}
+	ret = l.n ? 0 : -ENOENT;
+	for (i = 0; i < l.n && !ret; i++)
+		ret = tree_put(fs, &l.kvs[i], inv);
+	store_list_release(&l);
+	return ret;
+}
+
+/*
+ * Reads the key that (dir, name) names into the tree, or the keys below
+ * the directory it names.  fs->lock held, and
+ * dropped for the request; @dir referenced meanwhile.  0 if it is there
+ * now, -ENOENT if etcd has no such key, or another negative errno.
+ */
+static int lookup_key(struct fs *fs, struct node *dir, const char *name)
+{
+	struct store_error serr = { 0 };
+	struct inval_list inv = { 0 };
+	struct store_kv kv = { 0 };
+	size_t key_len;
+	char *key;
+	int ret;
+
+	ret = fs_name_key(fs, dir, name, NODE_FILE, &key, &key_len);
+	if (ret)
+		return ret == -EINVAL ? -ENOENT : ret;
+	dir->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_get(fs->store, key, key_len,
+			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv, &serr);
+	pthread_mutex_lock(&fs->lock);
+	node_unref(fs, dir);
+	if (ret == 0)
+		ret = tree_put(fs, &kv, &inv);
+	else if (ret == STORE_ENOTFOUND)
+		ret = lookup_dir(fs, dir, name, &inv);
+	else
+		ret = -fs_errno(ret);
+	store_kv_release(&kv);
+	inval_release(&inv);
+	free(key);
+	return ret;
+}
+
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
@@ -466,16 +533,11 @@ again:
 		return;
 	}
 	n = tree_child(fs, dir, name, len);
-	if (!n && fs->cfg.nowatch && !refreshed &&
-	    elapsed(&dir->listed) > fs->cfg.attr_timeout) {
-		int ret;
+	if (!n && fs->cfg.nowatch && !refreshed) {
+		/* without a watch the tree may be old: ask etcd */
+		int ret = lookup_key(fs, dir, name);
 
-		dir->refs++;
-		pthread_mutex_unlock(&fs->lock);
-		ret = refresh_dir(fs, dir);
-		pthread_mutex_lock(&fs->lock);
-		node_unref(fs, dir);
-		if (ret) {
+		if (ret && ret != -ENOENT) {
 			pthread_mutex_unlock(&fs->lock);
 			fuse_reply_err(req, -ret);
 			return;
@@ -934,10 +996,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
-	tree_detach(fs, n);
-	n->removed = true;
-	n->refs++;
-	node_unref(fs, n);
+	node_drop(fs, n);
 	if (!echo)
 		tree_keep(fs, dir);
 out:
@@ -976,8 +1035,7 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		struct node *dir = n->parent;
 
 		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
-		tree_detach(fs, n);
-		n->removed = true;
+		node_drop(fs, n);
 		tree_keep(fs, dir);
 	}
 	if (drev > fs->revision)
@@ -1020,10 +1078,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		/* another client deleted it: the echo's rmdirs prune */
 		if (echo->del && n->key_len == echo->kv.key_len &&
 		    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
-			tree_detach(fs, n);
-			n->removed = true;
-			n->refs++;
-			node_unref(fs, n);
+			node_drop(fs, n);
 			echo->applied = true;
 			if (echo->rev > fs->revision)
 				fs->revision = echo->rev;
@@ -1062,10 +1117,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (!key) {
 		/* local or not committed yet: nothing in etcd */
-		tree_detach(fs, n);
-		n->removed = true;
-		n->refs++;
-		node_unref(fs, n);
+		node_drop(fs, n);
 		tree_keep(fs, dir);
 		goto out;
 	}
@@ -1086,8 +1138,7 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (!err && n->local && !n->removed && n->parent) {
 		struct node *d = n->parent;
 
-		tree_detach(fs, n);
-		n->removed = true;
+		node_drop(fs, n);
 		tree_keep(fs, d);
 	}
 	node_unref(fs, n);
@@ -1106,10 +1157,7 @@ static void tree_move(struct fs *fs, struct node *n, struct node *dir,
 	struct node *from = n->parent;
 
 	if (old && old != n) {
-		tree_detach(fs, old);
-		old->removed = true;
-		old->refs++;
-		node_unref(fs, old);
+		node_drop(fs, old);
 	}
 	tree_detach(fs, n);
 	tree_attach(fs, n, dir, name, strlen(name));
@@ -1452,6 +1500,7 @@ void fs_free(struct fs *fs)
 	fs_destroy(fs);
 	/* the session is gone: every node still in the tree goes with it */
 	free_subtree(fs->root);
+	limbo_free(fs);
 	free(fs->buckets);
 	pins_free(fs);
 	inval_release(&fs->pending_invals);

@@ -51,12 +51,15 @@ struct node {
 				 * memory (temp files) */
 	bool pending;		/* a new file not committed to etcd yet */
 	bool removed;		/* out of the tree; freed when unreferenced */
+	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
 
 	uint64_t nlookup;	/* the kernel's references */
 	unsigned refs;		/* open handles and requests in flight */
 	unsigned nopen;		/* open handles (but the echo's) */
 	struct handle *handles;	/* open for writing, newest first */
 	int64_t cache_rev;	/* the revision the kernel may cache pages of */
+	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
+				 * committed (file.c) */
 
 	/* Files: the value as etcd has it (or the local content). */
 	char *value;
@@ -130,6 +133,7 @@ struct fs {
 
 	pthread_mutex_t lock;
 	struct node *root;		/* protected by lock, like all below */
+	struct node *limbo;		/* removed nodes the kernel still has */
 	struct node **buckets;
 	size_t nbuckets;
 	size_t nnodes;
@@ -194,6 +198,9 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 		 const char *name, size_t len);
 void node_unref(struct fs *fs, struct node *n);
 void node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
+/* Takes @n out of the tree; freed once nothing refers to it. */
+void node_drop(struct fs *fs, struct node *n);
+void limbo_free(struct fs *fs);
 int node_set_value(struct node *n, const char *value, size_t len);
 int tree_put(struct fs *fs, const struct store_kv *kv,
 	     struct inval_list *inv);

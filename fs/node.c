@@ -96,6 +96,20 @@ struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
 	return NULL;
 }
 
+static void limbo_unlink(struct fs *fs, struct node *n)
+{
+	if (!n->in_limbo)
+		return;
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		fs->limbo = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+	n->next = n->prev = NULL;
+	n->in_limbo = false;
+}
+
 void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 		 const char *name, size_t len)
 {
@@ -111,6 +125,7 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 			n->name_len = len;
 		}
 	}
+	limbo_unlink(fs, n);
 	n->parent = dir;
 	n->removed = false;
 	n->prev = NULL;
@@ -156,8 +171,35 @@ static void node_free(struct node *n)
 static void node_maybe_free(struct fs *fs, struct node *n)
 {
 	if (n->removed && !n->parent && n->nlookup == 0 && n->refs == 0 &&
-	    !n->child && n != fs->root)
+	    !n->child && n != fs->root) {
+		limbo_unlink(fs, n);
 		node_free(n);
+	}
+}
+
+void node_drop(struct fs *fs, struct node *n)
+{
+	tree_detach(fs, n);
+	n->removed = true;
+	if (!n->in_limbo) {
+		n->prev = NULL;
+		n->next = fs->limbo;
+		if (fs->limbo)
+			fs->limbo->prev = n;
+		fs->limbo = n;
+		n->in_limbo = true;
+	}
+	node_maybe_free(fs, n);
+}
+
+void limbo_free(struct fs *fs)
+{
+	while (fs->limbo) {
+		struct node *n = fs->limbo;
+
+		limbo_unlink(fs, n);
+		node_free(n);
+	}
 }
 
 void node_unref(struct fs *fs, struct node *n)
@@ -175,9 +217,7 @@ void node_forget(struct fs *fs, struct node *n, uint64_t nlookup)
 /* A node out of the tree; freed once the kernel and handles let go. */
 static void node_remove(struct fs *fs, struct node *n)
 {
-	tree_detach(fs, n);
-	n->removed = true;
-	node_maybe_free(fs, n);
+	node_drop(fs, n);
 }
 
 struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
@@ -494,8 +534,7 @@ void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
 			tree_detach(fs, v);
 			tree_detach(fs, dir);
 			tree_attach(fs, v, parent, dir->name, dir->name_len);
-			dir->removed = true;
-			node_maybe_free(fs, dir);
+			node_drop(fs, dir);
 		}
 		return;
 	}
@@ -544,7 +583,7 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 	r->version = n->version;
 	r->lease = n->lease;
 	r->mtime = n->mtime;
-	n->removed = true;
+	node_drop(fs, n);
 	inval_entry_of(fs, inv, dir, n->name, n->name_len);
 	return r;
 }
