@@ -1,0 +1,235 @@
+#!/usr/bin/env bats
+#
+# tests/fs/names.bats - keys of any bytes have one path each (fs/names.h)
+#
+# For each awkward key (spaces, newlines, control bytes, '%', non-UTF-8,
+# empty segments, "." and "..", long segments, a key that is also a
+# prefix), written by etcdctl: the mount lists it under its documented
+# path, reads it, writes it, deletes it and creates it again, and etcd
+# holds exactly the bytes of the key each time.  NUL bytes cannot pass
+# through a shell argument; the C unit tests of fs/names.c cover them.
+
+load ../lib/mount
+
+setup()
+{
+	fs_setup
+}
+
+teardown()
+{
+	fs_teardown
+}
+
+# roundtrip KEY PATH
+roundtrip()
+{
+	local key=$1 path=$2 khex
+
+	khex=$(printf '%s' "$key" | hex)
+	kv_put "$key" v1
+	[ "$(kv_keys_hex)" = "$khex" ]
+
+	run find "$MNT" -mindepth 1 -type f -printf '%P\n'
+	echo "listed: $output"
+	echo "wanted: $path"
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "$output" = "$path" ]
+	[ "$(cat "$MNT/$path")" = v1 ]
+	[ "$(stat -c %s "$MNT/$path")" -eq 2 ]
+
+	printf v2 >"$MNT/$path"
+	[ "$(kv_keys_hex)" = "$khex" ]
+	[ "$(kv_get "$key")" = v2 ]
+
+	rm "$MNT/$path"
+	[ -z "$(kv_keys_hex)" ]
+	[ ! -e "$MNT/$path" ]
+
+	mkdir -p "$(dirname "$MNT/$path")"
+	printf v3 >"$MNT/$path"
+	[ "$(kv_keys_hex)" = "$khex" ]
+	[ "$(kv_get "$key")" = v3 ]
+	[ "$(cat "$MNT/$path")" = v3 ]
+
+	rm "$MNT/$path"
+	[ -z "$(kv_keys_hex)" ]
+}
+
+@test "a space stands as it is" {
+	roundtrip '/with space' 'with space'
+	roundtrip '/dir with space/f g' 'dir with space/f g'
+}
+
+@test "newline, tab and DEL are escaped" {
+	roundtrip "$(printf '/line\nbreak')" 'line%0Abreak'
+	roundtrip "$(printf '/t\tab\x7f')" 't%09ab%7F'
+	roundtrip "$(printf '/\x01\x1f')" '%01%1F'
+}
+
+@test "a percent sign is escaped" {
+	roundtrip '/100%' '100%25'
+	roundtrip '/%41' '%2541'
+	roundtrip '/%value' '%25value'
+	roundtrip '/%' '%25'
+}
+
+@test "bytes that are not UTF-8 are escaped" {
+	roundtrip "$(printf '/bad\xff\xfe')" 'bad%FF%FE'
+	roundtrip "$(printf '/cut\xc3')" 'cut%C3'
+	roundtrip "$(printf '/overlong\xc0\xaf')" 'overlong%C0%AF'
+	roundtrip "$(printf '/surrogate\xed\xa0\x80')" 'surrogate%ED%A0%80'
+	roundtrip "$(printf '/\xe4\xb8')" '%E4%B8'
+}
+
+@test "well-formed UTF-8 stands as it is" {
+	roundtrip '/héllo-世界' 'héllo-世界'
+	roundtrip '/emoji-😀' 'emoji-😀'
+}
+
+@test "empty segments are %" {
+	roundtrip '/a//b' 'a/%/b'
+	roundtrip '/dir/' 'dir/%'
+	roundtrip '//x' '%/x'
+	roundtrip '/a///b' 'a/%/%/b'
+}
+
+@test "the segments . and .. are %2E and %2E%2E" {
+	roundtrip '/d/./x' 'd/%2E/x'
+	roundtrip '/d/../y' 'd/%2E%2E/y'
+	roundtrip '/./z' '%2E/z'
+	roundtrip '/...' '...'
+	roundtrip '/.hidden' '.hidden'
+	roundtrip '/d/..x' 'd/..x'
+}
+
+@test "a 300-byte segment is split into a 253-byte part and the rest" {
+	local x300 x253 x47
+	x300=$(printf 'x%.0s' {1..300})
+	x253=${x300:0:253}
+	x47=${x300:0:47}
+
+	roundtrip "/long/$x300" "long/$x253%+/$x47"
+	roundtrip "/$x300/after" "$x253%+/$x47/after"
+}
+
+@test "a 255-byte segment stands whole, a 256-byte one is split" {
+	local x
+	x=$(printf 'y%.0s' {1..256})
+
+	roundtrip "/${x:0:255}" "${x:0:255}"
+	roundtrip "/$x" "${x:0:253}%+/yyy"
+}
+
+@test "long segments are never cut inside a character or an escape" {
+	local p
+	# 150 two-byte characters: 126 of them (252 bytes) fit in a part.
+	roundtrip "/$(printf 'é%.0s' {1..150})" \
+		"$(printf 'é%.0s' {1..126})%+/$(printf 'é%.0s' {1..24})"
+
+	p=$(printf '%%25%.0s' {1..100})
+	roundtrip "/$(printf '%%%.0s' {1..100})" "${p:0:252}%+/${p:0:48}"
+}
+
+@test "a key that is also a prefix is a directory with %value" {
+	kv_put /a value-of-a
+	kv_put /a/b value-of-b
+
+	[ -d "$MNT/a" ]
+	run env LC_ALL=C ls -A "$MNT/a"
+	echo "$output"
+	[ "$output" = "$(printf '%%value\nb')" ]
+	[ "$(cat "$MNT/a/%value")" = value-of-a ]
+	[ "$(cat "$MNT/a/b")" = value-of-b ]
+	[ "$(stat -c %s "$MNT/a/%value")" -eq 10 ]
+
+	printf 'new-a' >"$MNT/a/%value"
+	[ "$(kv_get /a)" = new-a ]
+	[ "$(kv_get /a/b)" = value-of-b ]
+	[ "$(kv_keys)" = "$(printf '/a\n/a/b')" ]
+
+	rm "$MNT/a/%value"
+	kv_absent /a
+	[ "$(kv_get /a/b)" = value-of-b ]
+	[ ! -e "$MNT/a/%value" ]
+	[ "$(ls -A "$MNT/a")" = b ]
+
+	# Made through the mount again.
+	printf 'again' >"$MNT/a/%value"
+	[ "$(kv_get /a)" = again ]
+	[ "$(kv_keys)" = "$(printf '/a\n/a/b')" ]
+}
+
+@test "a file becomes a directory with %value when another client adds a key below it" {
+	kv_put /f plain
+	[ -f "$MNT/f" ]
+
+	kv_put /f/child c
+	wait_for 10 test -d "$MNT/f"
+	[ "$(cat "$MNT/f/%value")" = plain ]
+	[ "$(cat "$MNT/f/child")" = c ]
+}
+
+@test "names that are not canonical map to no key" {
+	kv_put /A a
+	kv_put /. dot
+
+	run fs_try 'os.stat(args[0])' "$MNT/%41"
+	echo "$output"
+	[ "$output" = ENOENT ]
+	run fs_try 'os.stat(args[0])' "$MNT/%2e"
+	echo "$output"
+	[ "$output" = ENOENT ]
+	run fs_try 'os.stat(args[0])' "$MNT/%2E"
+	echo "$output"
+	[ "$output" = OK ]
+	run fs_try 'os.stat(args[0])' "$MNT/%0a"
+	echo "$output"
+	[ "$output" = ENOENT ]
+
+	local name
+	for name in '50%' '%zz' '%0a' '%41' 'a%' '%2e' '%+'; do
+		run fs_try 'os.close(os.open(args[0], os.O_CREAT | os.O_WRONLY, 0o644))' \
+			"$MNT/$name"
+		echo "create $name: $output"
+		[ "$output" = EINVAL ]
+		run fs_try 'os.mkdir(args[0])' "$MNT/$name"
+		echo "mkdir $name: $output"
+		[ "$output" = EINVAL ]
+	done
+	[ "$(kv_keys)" = "$(printf '/.\n/A')" ]
+}
+
+@test "keys outside the prefix are not shown" {
+	kv_put noslash v
+	kv_put /inside w
+
+	run ls -A "$MNT"
+	echo "$output"
+	[ "$output" = inside ]
+}
+
+@test "many awkward keys side by side are each listed and read" {
+	local -A want
+	local path key
+	want['with space']='/with space'
+	want['line%0Abreak']=$(printf '/line\nbreak')
+	want['100%25']='/100%'
+	want['bad%FF']=$(printf '/bad\xff')
+	want['a/%/b']='/a//b'
+	want['a/b']='/a/b'
+	want['a/%value']='/a'
+	want['d/%2E/x']='/d/./x'
+	want['d/%2E%2E/y']='/d/../y'
+	want['héllo']='/héllo'
+	for path in "${!want[@]}"; do
+		kv_put "${want[$path]}" "value of $path"
+	done
+
+	run find "$MNT" -mindepth 1 -type f -printf '%P\n'
+	[ "$(LC_ALL=C sort <<<"$output")" = "$(printf '%s\n' "${!want[@]}" | LC_ALL=C sort)" ]
+	for path in "${!want[@]}"; do
+		[ "$(cat "$MNT/$path")" = "value of $path" ]
+	done
+}
