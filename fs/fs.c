@@ -923,6 +923,38 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 	return ret;
 }
 
+/*
+ * A backend with directories (etcd v2) makes or removes @n's in etcd too;
+ * the others (v3) have none, and the directory lives in the mount.
+ * fs->lock held, and dropped for the request.  False if it failed, and is
+ * logged; a directory already there, or already gone, is no failure.
+ */
+static bool dir_op(struct fs *fs, struct node *n, bool make)
+{
+	struct store_error serr = { 0 };
+	size_t len = n->key_len ? n->key_len - 1 : 0;
+	char *key = malloc(len + 1);
+	int ret;
+
+	if (!key)
+		return false;
+	memcpy(key, n->key, len);
+	n->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = make ? store_mkdir(fs->store, key, len, NULL, &serr) :
+		     store_rmdir(fs->store, key, len, NULL, &serr);
+	pthread_mutex_lock(&fs->lock);
+	n->refs--;
+	free(key);
+	if (ret == STORE_ENOTSUP || ret == STORE_EEXISTS ||
+	    ret == STORE_ENOTFOUND)
+		ret = 0;
+	if (ret)
+		log_store_error(make ? "cannot make directory" :
+				"cannot remove directory", &serr);
+	return ret == 0;
+}
+
 static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode)
 {
@@ -959,6 +991,11 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	n->key_len = key_len;
 	/* a directory the echo makes holds a key in a moment */
 	n->local = !echo;
+	if (!echo && !dir_op(fs, n, true)) {
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	fs_reply_entry(fs, req, n);
 	return;
@@ -996,6 +1033,8 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
+	if (!echo)
+		dir_op(fs, n, false);
 	node_drop(fs, n);
 	if (!echo)
 		tree_keep(fs, dir);
@@ -1173,6 +1212,58 @@ static void node_set_key_own(struct node *n, char *key, size_t len)
 	n->key_len = len;
 }
 
+static int copy_value(void *arg, const struct store_kv *cur,
+		      struct store_update *out)
+{
+	const struct store_kv *src = arg;
+
+	out->value = malloc(src->value_len + 1);
+	if (!out->value)
+		return STORE_EINTERNAL;
+	memcpy(out->value, src->value, src->value_len);
+	out->value[src->value_len] = '\0';
+	out->value_len = src->value_len;
+	out->lease = 0;
+	return 0;
+}
+
+/*
+ * A rename where the backend has no transaction for it (etcd v2): the
+ * target is written with a compare-and-swap on what the mount knows of it,
+ * then the source deleted with a compare-and-delete.  A crash in between
+ * leaves both keys, with the same value; nothing is lost.
+ */
+static int move_in_two(struct fs *fs, const char *from, size_t from_len,
+		       const struct store_preconditions *pre_from,
+		       const char *to, size_t to_len,
+		       const struct store_preconditions *pre_to, int64_t *rev,
+		       struct store_error *err)
+{
+	struct store_kv src = { 0 }, out = { 0 };
+	int ret;
+
+	ret = store_get(fs->store, from, from_len, STORE_READ_QUORUM, &src,
+			err);
+	if (ret)
+		return ret;
+	if (pre_from->mod_revision > 0 &&
+	    src.mod_revision != pre_from->mod_revision) {
+		store_kv_release(&src);
+		return STORE_EPRECONDITION;
+	}
+	ret = store_guaranteed_update(fs->store, to, to_len,
+				      pre_to->mod_revision <= 0, pre_to, NULL,
+				      copy_value, &src, &out, err);
+	if (ret == 0)
+		ret = store_delete(fs->store, from, from_len, pre_from, NULL,
+				   NULL, err);
+	if (ret == 0)
+		*rev = out.mod_revision;
+	store_kv_release(&src);
+	store_kv_release(&out);
+	return ret;
+}
+
 static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
@@ -1316,6 +1407,9 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		pthread_mutex_unlock(&fs->lock);
 		ret = store_move(fs->store, from_key, from_len, &pre_from, key,
 				 key_len, &pre_to, NULL, 0, &rev, &serr);
+		if (ret == STORE_ENOTSUP)
+			ret = move_in_two(fs, from_key, from_len, &pre_from,
+					  key, key_len, &pre_to, &rev, &serr);
 		pthread_mutex_lock(&fs->lock);
 		in_end = true;
 		err = fs_errno(ret);

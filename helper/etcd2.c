@@ -507,12 +507,10 @@ static int e2_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 
 /*
  * Directories, which only v2 has: for store_mkdir and store_rmdir, through
- * the optional members mkdir and rmdir of struct store_backend.  Unused
- * until store_i.h has those members.
+ * the optional members mkdir and rmdir of struct store_backend.
  */
 
 /* Makes the directory @key; EEXISTS if a key or directory is there. */
-__attribute__((unused))
 static int e2_mkdir(struct store *s, const char *key, size_t key_len,
 		    int64_t *rev, struct store_error *err)
 {
@@ -546,7 +544,6 @@ static int e2_mkdir(struct store *s, const char *key, size_t key_len,
  * cannot compare a directory's index: the read before the delete is the
  * check, and a key that replaces the directory in between is deleted.
  */
-__attribute__((unused))
 static int e2_rmdir(struct store *s, const char *key, size_t key_len,
 		    int64_t *rev, struct store_error *err)
 {
@@ -880,4 +877,6 @@ const struct store_backend store_etcd2_backend = {
 	.watch = e2_watch,
 	.watch_stop = e2_watch_stop,
 	.members = e2_members,
+	.mkdir = e2_mkdir,
+	.rmdir = e2_rmdir,
 };

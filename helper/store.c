@@ -1446,3 +1446,47 @@ void store_members_free(struct store_member *members, size_t n)
 	}
 	free(members);
 }
+
+/* --- directories --- */
+
+static int store_dir_op(struct store *s, bool make, const char *key,
+			size_t key_len, int64_t *rev, struct store_error *err)
+{
+	int (*op)(struct store *, const char *, size_t, int64_t *,
+		  struct store_error *) =
+		make ? s->be_ops->mkdir : s->be_ops->rmdir;
+	int64_t newrev = 0;
+	char *full;
+	size_t full_len;
+	int rc;
+
+	if (rev)
+		*rev = 0;
+	if (!op)
+		return store_fail(err, STORE_ENOTSUP, key, key_len, 0,
+				  "the %s backend has no directories",
+				  s->be_ops->name);
+	full = store_full_key(s, key, key_len, &full_len);
+	if (!full)
+		return store_enomem(err, key, key_len);
+	if (full_len == 0)
+		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0, "empty key");
+	else
+		rc = op(s, full, full_len, &newrev, err);
+	if (rc == 0 && rev)
+		*rev = newrev;
+	free(full);
+	return rc;
+}
+
+int store_mkdir(struct store *s, const char *key, size_t key_len,
+		int64_t *rev, struct store_error *err)
+{
+	return store_dir_op(s, true, key, key_len, rev, err);
+}
+
+int store_rmdir(struct store *s, const char *key, size_t key_len,
+		int64_t *rev, struct store_error *err)
+{
+	return store_dir_op(s, false, key, key_len, rev, err);
+}

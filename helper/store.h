@@ -300,4 +300,19 @@ int store_members(struct store *s, struct store_member **members, size_t *n,
 		  struct store_error *err);
 void store_members_free(struct store_member *members, size_t n);
 
+/*
+ * Makes the directory @key (etcd2; v3 has none: ENOTSUP).  EEXISTS if a key
+ * or directory of that name exists.  *@rev (if not NULL): its revision.
+ */
+int store_mkdir(struct store *s, const char *key, size_t key_len,
+		int64_t *rev, struct store_error *err);
+
+/*
+ * Removes the empty directory @key (etcd2; else ENOTSUP).  ENOTFOUND if
+ * there is none, EINVAL if it is a key, EEXISTS if it is not empty (as
+ * rmdir(2) may say EEXIST for ENOTEMPTY).
+ */
+int store_rmdir(struct store *s, const char *key, size_t key_len,
+		int64_t *rev, struct store_error *err);
+
 #endif /* ETCDFS_STORE_H */

@@ -80,6 +80,12 @@ struct store_backend {
 
 	int (*members)(struct store *s, struct store_member **members,
 		       size_t *n, struct store_error *err);
+
+	/* Directories (etcd2); may be NULL: see store_mkdir/store_rmdir. */
+	int (*mkdir)(struct store *s, const char *key, size_t key_len,
+		     int64_t *rev, struct store_error *err);
+	int (*rmdir)(struct store *s, const char *key, size_t key_len,
+		     int64_t *rev, struct store_error *err);
 };
 
 struct store {

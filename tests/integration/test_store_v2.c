@@ -12,10 +12,8 @@
  * etcd (v2 off, v2 auth) start it through tests/lib/etcd.sh (found through
  * TESTS_DIR) and stop it before returning, pass or fail.
  *
- * What it cannot test: clusters of several members, a peer that vanishes in
- * the middle of a request, and (until store.h has them) the directory
- * functions store_mkdir and store_rmdir, which compile in only when
- * STORE_HAVE_DIRS is defined.
+ * What it cannot test: clusters of several members, and a peer that
+ * vanishes in the middle of a request.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1858,7 +1856,6 @@ out:
 	return ok;
 }
 
-#ifdef STORE_HAVE_DIRS
 /* Real v2 directories: made, refused twice, removed when empty only. */
 static bool test_dirs(void)
 {
@@ -1887,7 +1884,6 @@ static bool test_dirs(void)
 	store_free(s);
 	return true;
 }
-#endif
 
 int main(void)
 {
@@ -1932,12 +1928,6 @@ int main(void)
 	TAP_RUN(test_watch_resumes);
 	TAP_RUN(test_v2_off);
 	TAP_RUN(test_auth);
-#ifdef STORE_HAVE_DIRS
 	TAP_RUN(test_dirs);
-#else
-	/* a TODO: reported, not counted as a failure */
-	printf("not ok %d - test_dirs # TODO store_mkdir and store_rmdir "
-	       "are not in helper/store.h yet\n", ++tap_n);
-#endif
 	return tap_done(0);
 }
