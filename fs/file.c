@@ -973,33 +973,31 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	return err;
 }
 
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* flush (every close) and fsync: commit now if the copy needs it */
+static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi, bool final)
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
 	int ret;
 
 	pthread_mutex_lock(&h->lock);
-	ret = handle_sync(fs, h, false);
+	ret = handle_sync(fs, h, final);
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 	if (ret > 0)
 		committed(fs, ino);
 }
 
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	sync_and_reply(req, ino, fi, false);
+}
+
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi)
 {
-	struct fs *fs = fs_of(req);
-	struct handle *h = handle_of(fi);
-	int ret;
-
-	pthread_mutex_lock(&h->lock);
-	ret = handle_sync(fs, h, true);
-	pthread_mutex_unlock(&h->lock);
-	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0)
-		committed(fs, ino);
+	sync_and_reply(req, ino, fi, true);
 }
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
