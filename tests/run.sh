@@ -192,7 +192,7 @@ fi
 for pass in $passes; do
 	case $pass in
 	main)
-		run_pass main "$base" "unit integration fs" -Dwerror=true
+		run_pass main "$base" "unit integration fs bench" -Dwerror=true
 		;;
 	asan)
 		# halt at the first report so that it fails the test

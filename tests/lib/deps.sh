@@ -16,8 +16,13 @@ packages=(
 	libfuse3-dev fuse3 libcurl4-openssl-dev libjansson-dev
 	etcd-server etcd-client
 	inotify-tools attr bats vim nano tmux perl python3 openssl curl
-	clang libclang-rt-14-dev
+	clang libclang-rt-14-dev gnuplot-nox
 )
+
+if [[ ${1:-} == --list ]]; then
+	echo "${packages[@]}"
+	exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
