@@ -612,6 +612,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = cached;
 	fi->direct_io = !h->local && !cached;
+	/* a reader has nothing to commit: spare the kernel its flushes */
+	fi->noflush = !wr && !h->local;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);
 out:
