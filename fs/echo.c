@@ -209,7 +209,7 @@ static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
 					 "mkdir: %s\n", strerror(errno));
 			path[dirs[i]] = save;
 			/* time for `inotifywait -r` to watch the new one */
-			nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 		}
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		goto write;

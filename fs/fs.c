@@ -274,6 +274,9 @@ static int start_watch(struct fs *fs, int64_t from)
 			  &fs->watch, &err);
 	if (ret)
 		log_store_error("cannot watch", &err);
+	pthread_mutex_lock(&fs->lock);
+	fs->watch_ok = ret == 0;
+	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
 

@@ -226,12 +226,12 @@ EOF
 
 	kv_put /n1/n2/k deep
 	wait_event CREATE,ISDIR n1
-	if wait_event CREATE,ISDIR n1/n2; then
-		# inotifywait -r watched n1 in time: it must see the rest
-		wait_event CREATE n1/n2/k
+	# inotifywait -r watches a new directory only after it reports it:
+	# what is made in it before that is not seen (as with mkdir -p).
+	if wait_event CREATE,ISDIR n1/n2 && wait_event CREATE n1/n2/k; then
 		wait_event CLOSE_WRITE,CLOSE n1/n2/k
 	else
-		echo "n2 was made before inotifywait watched n1" >&2
+		echo "inotifywait watched a new directory too late" >&2
 	fi
 	[ "$(cat "$MNT/n1/n2/k")" = deep ]
 	[ "$(count_event CREATE,ISDIR n1)" -eq 1 ]

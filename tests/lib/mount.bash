@@ -212,23 +212,47 @@ fs_wait_value()
 
 kv_put()
 {
-	local value_file
+	local value_file out rc
 
 	if (($# >= 2)); then
-		etcdctl put -- "$1" "$2" >/dev/null
-		return
+		out=$(etcdctl put -w json -- "$1" "$2") || return
+		_fs_catch_up "$out"
+		return 0
 	fi
 	# etcdctl refuses an empty stdin: an empty value must be an argument.
 	value_file=$(mktemp) || return 1
 	cat >"$value_file" || { rm -f "$value_file"; return 1; }
 	if [[ -s $value_file ]]; then
-		etcdctl put -- "$1" <"$value_file" >/dev/null
+		out=$(etcdctl put -w json -- "$1" <"$value_file")
 	else
-		etcdctl put -- "$1" "" >/dev/null
+		out=$(etcdctl put -w json -- "$1" "")
 	fi
-	local rc=$?
+	rc=$?
 	rm -f "$value_file"
+	((rc == 0)) && _fs_catch_up "$out"
 	return $rc
+}
+
+# _fs_catch_up JSON: waits (2 s at most) until the mount at $MNT, if one is
+# mounted with its watch connected, has applied the revision of etcdctl's
+# reply JSON: another client's change shows in the mount a few ms later,
+# and the tests read it through the mount at once.
+_fs_catch_up()
+{
+	local rev have i
+
+	[[ $1 =~ \"revision\":\"?([0-9]+) ]] || return 0
+	rev=${BASH_REMATCH[1]}
+	[[ -n ${MNT:-} ]] && fs_is_mounted "$MNT" || return 0
+	[[ $(getfattr --only-values -n user.etcd.watch "$MNT" 2>/dev/null) == connected ]] ||
+		return 0
+	for ((i = 0; i < 200; i++)); do
+		have=$(getfattr --only-values -n user.etcd.revision "$MNT" 2>/dev/null) ||
+			return 0
+		((have >= rev)) && return 0
+		sleep 0.01
+	done
+	return 0
 }
 
 # Runs the Python code $2 over the JSON etcdctl prints for `get -w json`
