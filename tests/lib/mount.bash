@@ -244,11 +244,12 @@ _fs_catch_up()
 	[[ $1 =~ \"revision\":\"?([0-9]+) ]] || return 0
 	rev=${BASH_REMATCH[1]}
 	[[ -n ${MNT:-} ]] && fs_is_mounted "$MNT" || return 0
-	[[ $(getfattr --only-values -n user.etcd.watch "$MNT" 2>/dev/null) == connected ]] ||
-		return 0
+	# a test may have frozen the daemon (SIGSTOP): never wait on it
+	[[ $(timeout -s KILL 1 getfattr --only-values -n user.etcd.watch \
+		"$MNT" 2>/dev/null) == connected ]] || return 0
 	for ((i = 0; i < 200; i++)); do
-		have=$(getfattr --only-values -n user.etcd.revision "$MNT" 2>/dev/null) ||
-			return 0
+		have=$(timeout -s KILL 1 getfattr --only-values \
+			-n user.etcd.revision "$MNT" 2>/dev/null) || return 0
 		((have >= rev)) && return 0
 		sleep 0.01
 	done
