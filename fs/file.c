@@ -156,16 +156,18 @@ static int resize(char **buf, size_t *len, size_t *cap, size_t size)
 }
 
 /* Resizes a local node's content; fs->lock held. */
-static int local_resize(struct node *n, size_t size)
+static int local_resize(struct fs *fs, struct node *n, size_t size)
 {
 	size_t cap = n->value_cap ? n->value_cap + 1 : 0;
 	int ret;
 
 	if (!n->value)
 		cap = 0;
+	lru_unlink(fs, n);
 	ret = resize(&n->value, &n->size, &cap, size);
 	if (!ret)
 		n->value_cap = cap - 1;
+	lru_link(fs, n);
 	fs_now(&n->mtime);
 	return ret;
 }
@@ -236,7 +238,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	pin_take(fs, key, key_len, pid, &base);
 	/* what the mirror knows saves the read, if it is what we based on */
 	cur = tree_find_key(fs, key, key_len);
-	if (base > 0 && cur && !cur->local && !cur->pending &&
+	if (base > 0 && cur && !cur->local && !cur->pending && cur->value &&
 	    cur->mod_revision == base) {
 		sugg.key = (char *)key;
 		sugg.key_len = key_len;
@@ -285,7 +287,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	if (cur && own && cur->nopen > (cur == n ? 1u : 0u) && !cur->local &&
 	    !cur->pending)
 		cur = tree_replace(fs, cur, &inv) ?: cur;
-	if (cur && !node_set_value(cur, data, len)) {
+	if (cur && !node_set_value(fs, cur, data, len)) {
 		cur->mod_revision = out.mod_revision;
 		cur->create_revision = out.create_revision;
 		cur->version = out.version;
@@ -383,17 +385,19 @@ static void committed(struct fs *fs, fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
-static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
-				 pid_t pid, bool echo);
+static struct handle *handle_new(struct fs *fs, struct node *n,
+				 struct fuse_file_info *fi, pid_t pid,
+				 bool echo);
 
 /*
  * As handle_new, for a reader of @n whose key has moved on to the node
  * @src (n was replaced while the open waited): it reads @src's value.
  */
-static struct handle *handle_new_from(struct node *n, struct node *src,
+static struct handle *handle_new_from(struct fs *fs, struct node *n,
+				      struct node *src,
 				      struct fuse_file_info *fi, pid_t pid)
 {
-	struct handle *h = handle_new(src, fi, pid, false);
+	struct handle *h = handle_new(fs, src, fi, pid, false);
 
 	if (h && src != n) {
 		src->nopen--;
@@ -405,35 +409,21 @@ static struct handle *handle_new_from(struct node *n, struct node *src,
 	return h;
 }
 
-static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
-				 pid_t pid, bool echo)
+static struct handle *handle_new(struct fs *fs, struct node *n,
+				 struct fuse_file_info *fi, pid_t pid,
+				 bool echo)
 {
 	struct handle *h = calloc(1, sizeof(*h));
 
 	if (!h)
 		return NULL;
-	pthread_mutex_init(&h->lock, NULL);
-	h->node = n;
 	h->local = n->local;
-	h->append = fi->flags & O_APPEND;
-	h->pid = pid;
-	h->base = n->mod_revision;
-	h->echo = echo;
-	if (!echo)
-		n->nopen++;
-	if (!echo && (fi->flags & O_ACCMODE) != O_RDONLY) {
-		h->writer = true;
-		h->nnext = n->handles;
-		n->handles = h;
-	}
-	if (echo) {
-		/* the mirror has the value already */
-	} else if (!h->local) {
+	if (!echo && !h->local) {
 		bool trunc = fi->flags & O_TRUNC;
 		size_t len = trunc ? 0 : n->size;
 
-		h->buf = malloc(len + 1);
-		if (!h->buf) {
+		/* fs_open reads an evicted value again before this */
+		if ((len && !n->value) || !(h->buf = malloc(len + 1))) {
 			free(h);
 			return NULL;
 		}
@@ -444,8 +434,21 @@ static struct handle *handle_new(struct node *n, struct fuse_file_info *fi,
 		h->cap = len + 1;
 		/* a shell's redirection closes once before it writes */
 		h->truncated = trunc && (n->size > 0 || n->pending);
-	} else if (fi->flags & O_TRUNC) {
-		local_resize(n, 0);
+	} else if (!echo && (fi->flags & O_TRUNC)) {
+		local_resize(fs, n, 0);
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->node = n;
+	h->append = fi->flags & O_APPEND;
+	h->pid = pid;
+	h->base = n->mod_revision;
+	h->echo = echo;
+	if (!echo)
+		n->nopen++;
+	if (!echo && (fi->flags & O_ACCMODE) != O_RDONLY) {
+		h->writer = true;
+		h->nnext = n->handles;
+		n->handles = h;
 	}
 	n->refs++;
 	return h;
@@ -489,11 +492,16 @@ static void handle_free(struct fs *fs, struct handle *h)
 }
 
 /*
- * Reads @n's key again (nowatch, quorum).  fs->lock held; dropped for the
- * request and taken again.  Returns 0 or a negative errno.
+ * Reads @n's key again: for -o nowatch, for -o quorum, or because the value
+ * budget evicted its value.  With quorum and the watch, a linearizable read
+ * of the key's revision alone comes first: when the mirror has that
+ * revision, its value is served and the value is not sent again.  fs->lock
+ * held; dropped for the requests and taken again.  Returns 0 or a negative
+ * errno.
  */
 static int refresh_file(struct fs *fs, struct node *n)
 {
+	bool probe = fs->cfg.quorum && !fs->cfg.nowatch && n->value;
 	struct store_error err_info = { 0 };
 	struct inval_list inv = { 0 };
 	struct store_kv kv = { 0 };
@@ -505,13 +513,30 @@ static int refresh_file(struct fs *fs, struct node *n)
 		return -ENOMEM;
 	memcpy(key, n->key, key_len);
 	n->refs++;
+again:
 	pthread_mutex_unlock(&fs->lock);
 	ret = store_get(fs->store, key, key_len,
-			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv,
-			&err_info);
+			(fs->cfg.quorum ? STORE_READ_QUORUM : 0) |
+				(probe ? STORE_READ_KEYS_ONLY : 0),
+			&kv, &err_info);
 	pthread_mutex_lock(&fs->lock);
+	if (ret == 0 && probe) {
+		probe = false;
+		if (kv.mod_revision == n->mod_revision && n->value &&
+		    !n->removed) {
+			err = 0;
+			goto out;
+		}
+		store_kv_release(&kv);
+		goto again;
+	}
 	if (ret == 0) {
-		err = tree_put(fs, &kv, &inv);
+		/* the revision the mirror has: only its value was missing */
+		if (kv.mod_revision == n->mod_revision && !n->value &&
+		    !n->removed)
+			err = node_set_value(fs, n, kv.value, kv.value_len);
+		else
+			err = tree_put(fs, &kv, &inv);
 	} else if (ret == STORE_ENOTFOUND) {
 		err = tree_delete(fs, key, key_len, 0, &inv);
 	} else {
@@ -519,6 +544,7 @@ static int refresh_file(struct fs *fs, struct node *n)
 			 err_info.key, err_info.msg);
 		err = -fs_errno(ret);
 	}
+out:
 	node_unref(fs, n);
 	free(key);
 	store_kv_release(&kv);
@@ -526,13 +552,28 @@ static int refresh_file(struct fs *fs, struct node *n)
 	return err;
 }
 
+int fs_load_value(struct fs *fs, struct node *n)
+{
+	int err;
+
+	if (n->value || n->local || n->pending || n->type != NODE_FILE)
+		return 0;
+	if (n->removed)
+		return -ENOENT;
+	err = refresh_file(fs, n);
+	if (!err && !n->value)
+		err = n->removed ? -ENOENT : -EIO;
+	return err;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
 	bool wr = (fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC);
+	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool cached, fill;
+	bool cached, fill, refreshed;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -574,22 +615,44 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 					      &until) != ETIMEDOUT)
 			;
 	}
-	if (!echo && !n->local && !n->pending && !n->removed &&
-	    (fs->cfg.nowatch || fs->cfg.quorum)) {
-		err = -refresh_file(fs, n);
-		if (!err && n->removed)
-			err = ENOENT;
+	/*
+	 * What the handle starts from: @n, or for a reader of an inode
+	 * replaced meanwhile, the key's node now.  It is read again first
+	 * for nowatch and quorum, and when the value budget evicted its
+	 * value (unless the open truncates it anyway).
+	 */
+	src = n;
+	for (refreshed = false;; refreshed = true) {
+		if (!echo && !wr && src->removed && !src->pending &&
+		    !src->local)
+			src = tree_find_key(fs, n->key, n->key_len) ?: src;
+		if (echo || src->local || src->pending || src->removed)
+			break;
+		if ((src->value || trunc) &&
+		    (refreshed || (!fs->cfg.nowatch && !fs->cfg.quorum)))
+			break;
+		err = refreshed ? EIO : -refresh_file(fs, src);
 		if (err) {
 			pthread_mutex_unlock(&fs->lock);
 			fuse_reply_err(req, err);
 			return;
 		}
 	}
-	src = n;
-	if (!echo && !wr && n->removed && !n->pending && !n->local)
-		src = tree_find_key(fs, n->key, n->key_len) ?: n;
-	h = echo || wr ? handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL)
-		       : handle_new_from(n, src, fi, fuse_req_ctx(req)->pid);
+	if (!echo && !src->local && !src->pending && !src->value && !trunc) {
+		/* deleted while it was read again, or evicted and removed */
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (refreshed && src->removed && !src->pending && !src->local) {
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	node_touch(fs, src);
+	h = echo || wr ? handle_new(fs, n, fi, fuse_req_ctx(req)->pid,
+				    echo != NULL)
+		       : handle_new_from(fs, n, src, fi, fuse_req_ctx(req)->pid);
 	/*
 	 * The kernel's pages and size of this inode are good if they are of
 	 * the revision the mirror has (cache_rev).  Otherwise this reader
@@ -642,7 +705,7 @@ static int new_file(struct fs *fs, struct node *dir, const char *name,
 	if (ret)
 		return ret;
 	n = tree_new_node(fs, dir, name, strlen(name), NODE_FILE);
-	if (!n || node_set_value(n, "", 0)) {
+	if (!n || node_set_value(fs, n, "", 0)) {
 		free(key);
 		return -ENOMEM;
 	}
@@ -708,13 +771,26 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EISDIR;
 		goto out;
 	}
+	if (n && !(fi->flags & O_TRUNC) && !n->value && !n->local &&
+	    !n->pending) {
+		/* made meanwhile by another client, its value evicted */
+		err = -fs_load_value(fs, n);
+		if (err)
+			goto out;
+		n = tree_child(fs, dir, name, strlen(name));
+		if (n && (n->type == NODE_DIR ||
+			  (!n->value && !n->local && !n->pending))) {
+			err = n->type == NODE_DIR ? EISDIR : EIO;
+			goto out;
+		}
+	}
 	if (!n) {
 		err = -new_file(fs, dir, name, &n);
 		if (err)
 			goto out;
 	}
 open:
-	h = handle_new(n, fi, fuse_req_ctx(req)->pid, echo != NULL);
+	h = handle_new(fs, n, fi, fuse_req_ctx(req)->pid, echo != NULL);
 	if (!h) {
 		err = ENOMEM;
 		goto out;
@@ -850,7 +926,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		if (h->append)
 			o = n->size;
 		if (o + size > n->size)
-			err = -local_resize(n, o + size);
+			err = -local_resize(fs, n, o + size);
 		if (!err)
 			memcpy(n->value + o, buf, size);
 		pthread_mutex_unlock(&fs->lock);
@@ -893,7 +969,7 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 		return 0;
 	if (h->local) {
 		pthread_mutex_lock(&fs->lock);
-		err = local_resize(h->node, (size_t)size);
+		err = local_resize(fs, h->node, (size_t)size);
 		pthread_mutex_unlock(&fs->lock);
 		return err;
 	}
@@ -946,13 +1022,22 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 		return fs_truncate_open(fs, &fi, 0);
 	}
 	if (n->local || n->pending) {
-		err = local_resize(n, (size_t)size);
+		err = local_resize(fs, n, (size_t)size);
 		pthread_mutex_unlock(&fs->lock);
 		return err;
 	}
-	err = resize(&data, &len, &cap, n->size);
+	if (size > 0) {
+		/* the bytes kept are needed: read an evicted value again */
+		err = fs_load_value(fs, n);
+		if (err) {
+			pthread_mutex_unlock(&fs->lock);
+			return err;
+		}
+	}
+	err = resize(&data, &len, &cap, size > 0 ? n->size : 0);
 	if (!err) {
-		memcpy(data, n->value, n->size);
+		if (size > 0 && n->value)
+			memcpy(data, n->value, n->size);
 		err = resize(&data, &len, &cap, (size_t)size);
 	}
 	key_len = n->key_len;

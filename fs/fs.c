@@ -1279,7 +1279,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct inflight in_from, in_to;
 	char *key = NULL, *from_key = NULL;
 	size_t key_len, from_len = 0;
-	bool to_temp, in_end = false;
+	bool to_temp, in_end = false, loaded = false;
 	int64_t rev = 0;
 	int err = 0, ret;
 
@@ -1292,6 +1292,7 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
+again:
 	dir = dir_of(fs, parent, &err);
 	ndir = dir ? dir_of(fs, newparent, &err) : NULL;
 	if (!ndir)
@@ -1330,6 +1331,14 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(newname) &&
 		  (!old || old->local);
+	if (to_temp && !n->value && !n->local && !n->pending) {
+		/* the temp file holds the content: an evicted value too */
+		err = loaded ? EIO : -fs_load_value(fs, n);
+		if (err)
+			goto out;
+		loaded = true;
+		goto again;
+	}
 	if (to_temp) {
 		/* an editor's backup: no key moves until we know more */
 		err = -fs_name_key(fs, ndir, newname, NODE_FILE, &key,

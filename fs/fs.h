@@ -31,6 +31,7 @@ struct fs_config {
 	bool chmod_ok;		/* accept chmod/chown that change something */
 	bool nowatch;		/* no watch: list on opendir, read on open */
 	bool quorum;		/* each open reads the key linearizably */
+	size_t value_budget;	/* bytes of values held in memory; 0: all */
 };
 
 struct fs;

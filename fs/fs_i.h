@@ -52,6 +52,7 @@ struct node {
 	bool pending;		/* a new file not committed to etcd yet */
 	bool removed;		/* out of the tree; freed when unreferenced */
 	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
+	bool in_lru;		/* its value counts against the value budget */
 
 	uint64_t nlookup;	/* the kernel's references */
 	unsigned refs;		/* open handles and requests in flight */
@@ -61,8 +62,15 @@ struct node {
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
 				 * committed (file.c) */
 
-	/* Files: the value as etcd has it (or the local content). */
+	/*
+	 * Files: the value as etcd has it (or the local content).  NULL in
+	 * a key's file means the value budget evicted it: size and the
+	 * revisions are still right, and the value is read again from etcd
+	 * when a file is opened (file.c).
+	 */
 	char *value;
+	struct node *lru_prev;		/* values in memory, newest first */
+	struct node *lru_next;
 	size_t size;
 	size_t value_cap;	/* local files grow in place */
 	int64_t mod_revision;
@@ -143,6 +151,11 @@ struct fs {
 	struct pin *pins;
 	size_t npins;
 
+	/* the values of keys held in memory, under cfg.value_budget */
+	struct node *lru_head;
+	struct node *lru_tail;
+	size_t value_bytes;
+
 	bool loaded;			/* the first listing is in */
 	struct store_watch *watch;
 	struct store_watch *old[16];	/* ended by compactions, to join */
@@ -201,7 +214,16 @@ void node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
 /* Takes @n out of the tree; freed once nothing refers to it. */
 void node_drop(struct fs *fs, struct node *n);
 void limbo_free(struct fs *fs);
-int node_set_value(struct node *n, const char *value, size_t len);
+/*
+ * Sets a file's value; then, under a value budget, evicts the values least
+ * recently used (never @n's).  lru_unlink/lru_link bracket any other change
+ * of a file's value or size; node_touch marks a value as just used.
+ */
+int node_set_value(struct fs *fs, struct node *n, const char *value,
+		   size_t len);
+void lru_unlink(struct fs *fs, struct node *n);
+void lru_link(struct fs *fs, struct node *n);
+void node_touch(struct fs *fs, struct node *n);
 int tree_put(struct fs *fs, const struct store_kv *kv,
 	     struct inval_list *inv);
 int tree_delete(struct fs *fs, const char *key, size_t key_len,
@@ -238,6 +260,12 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/*
+ * With fs->lock held: reads @n's value again if the value budget evicted
+ * it; the lock is dropped meanwhile, so the caller looks again at what it
+ * found.  0, or -ENOENT if the key went meanwhile, or another -errno.
+ */
+int fs_load_value(struct fs *fs, struct node *n);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,

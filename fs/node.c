@@ -12,8 +12,13 @@
  * the prefix of other keys ("a" with "a/b") is the file "%value" inside its
  * directory; when the other keys go, it moves back to its own name.
  *
- * What it cannot do: keep a value on disk; every value of the mirror is in
- * memory.
+ * Values: every key's value is in memory, unless a value budget is set
+ * (-o value_budget): then the values of keys not in use are evicted, least
+ * recently used first, once their bytes pass the budget; file.c reads an
+ * evicted value again when the file is opened.  The keys, sizes and
+ * revisions always stay.
+ *
+ * What it cannot do: keep a value on disk.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -128,6 +133,7 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 	limbo_unlink(fs, n);
 	n->parent = dir;
 	n->removed = false;
+	lru_link(fs, n);
 	n->prev = NULL;
 	n->next = dir->child;
 	if (dir->child)
@@ -158,8 +164,9 @@ void tree_detach(struct fs *fs, struct node *n)
 	fs->nnodes--;
 }
 
-static void node_free(struct node *n)
+static void node_free(struct fs *fs, struct node *n)
 {
+	lru_unlink(fs, n);
 	free(n->name);
 	free(n->key);
 	free(n->value);
@@ -173,7 +180,7 @@ static void node_maybe_free(struct fs *fs, struct node *n)
 	if (n->removed && !n->parent && n->nlookup == 0 && n->refs == 0 &&
 	    !n->child && n != fs->root) {
 		limbo_unlink(fs, n);
-		node_free(n);
+		node_free(fs, n);
 	}
 }
 
@@ -181,6 +188,7 @@ void node_drop(struct fs *fs, struct node *n)
 {
 	tree_detach(fs, n);
 	n->removed = true;
+	lru_unlink(fs, n);	/* a removed file's value is never read again */
 	if (!n->in_limbo) {
 		n->prev = NULL;
 		n->next = fs->limbo;
@@ -198,7 +206,7 @@ void limbo_free(struct fs *fs)
 		struct node *n = fs->limbo;
 
 		limbo_unlink(fs, n);
-		node_free(n);
+		node_free(fs, n);
 	}
 }
 
@@ -242,7 +250,77 @@ struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
 	return n;
 }
 
-int node_set_value(struct node *n, const char *value, size_t len)
+void lru_unlink(struct fs *fs, struct node *n)
+{
+	if (!n->in_lru)
+		return;
+	if (n->lru_prev)
+		n->lru_prev->lru_next = n->lru_next;
+	else
+		fs->lru_head = n->lru_next;
+	if (n->lru_next)
+		n->lru_next->lru_prev = n->lru_prev;
+	else
+		fs->lru_tail = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+	n->in_lru = false;
+	fs->value_bytes -= n->size;
+}
+
+void lru_link(struct fs *fs, struct node *n)
+{
+	if (n->in_lru || !fs->cfg.value_budget || !n->value ||
+	    n->type != NODE_FILE || n->removed)
+		return;
+	n->lru_prev = NULL;
+	n->lru_next = fs->lru_head;
+	if (fs->lru_head)
+		fs->lru_head->lru_prev = n;
+	else
+		fs->lru_tail = n;
+	fs->lru_head = n;
+	n->in_lru = true;
+	fs->value_bytes += n->size;
+}
+
+void node_touch(struct fs *fs, struct node *n)
+{
+	if (n->in_lru && fs->lru_head != n) {
+		lru_unlink(fs, n);
+		lru_link(fs, n);
+	}
+}
+
+/*
+ * Evicts values, oldest first, until they fit the budget.  A value stays
+ * while it cannot be read again as it is: a local or uncommitted file's,
+ * or one a request or an open file is using (refs);
+ * those are moved to the front, so each is passed over once per call.
+ */
+static void evict_values(struct fs *fs, struct node *keep)
+{
+	size_t budget = fs->cfg.value_budget, left;
+	struct node *n;
+
+	if (!budget || fs->value_bytes <= budget)
+		return;
+	for (left = fs->nnodes; left && fs->value_bytes > budget; left--) {
+		n = fs->lru_tail;
+		if (!n || n == keep)
+			return;
+		lru_unlink(fs, n);
+		if (n->local || n->pending || n->refs) {
+			lru_link(fs, n);
+			continue;
+		}
+		free(n->value);
+		n->value = NULL;
+		n->value_cap = 0;
+	}
+}
+
+int node_set_value(struct fs *fs, struct node *n, const char *value,
+		   size_t len)
 {
 	char *v = malloc(len + 1);
 
@@ -251,10 +329,13 @@ int node_set_value(struct node *n, const char *value, size_t len)
 	if (len)
 		memcpy(v, value, len);
 	v[len] = '\0';
+	lru_unlink(fs, n);
 	free(n->value);
 	n->value = v;
 	n->size = len;
 	n->value_cap = len;
+	lru_link(fs, n);
+	evict_values(fs, n);
 	return 0;
 }
 
@@ -441,7 +522,7 @@ static int tree_put_node(struct fs *fs, const struct store_kv *kv,
 		if (!n)
 			goto out;
 		n->key = malloc(kv->key_len + 1);
-		if (!n->key || node_set_value(n, kv->value, kv->value_len)) {
+		if (!n->key || node_set_value(fs, n, kv->value, kv->value_len)) {
 			node_remove(fs, n);
 			goto out;
 		}
@@ -452,7 +533,7 @@ static int tree_put_node(struct fs *fs, const struct store_kv *kv,
 		inval_entry_of(fs, inv, dir, last, last_len);
 	} else if (n->local || n->pending ||
 		   kv->mod_revision > n->mod_revision) {
-		if (node_set_value(n, kv->value, kv->value_len))
+		if (node_set_value(fs, n, kv->value, kv->value_len))
 			goto out;
 		n->local = false;
 		n->pending = false;
@@ -568,7 +649,9 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 	key[n->key_len] = '\0';
 	tree_detach(fs, n);
 	r = tree_new_node(fs, dir, n->name, n->name_len, NODE_FILE);
-	if (!r || node_set_value(r, n->value, n->size)) {
+	if (r && !n->value) {
+		r->size = n->size;	/* evicted: read again when opened */
+	} else if (!r || node_set_value(fs, r, n->value, n->size)) {
 		if (r)
 			node_remove(fs, r);
 		tree_attach(fs, n, dir, n->name, n->name_len);

@@ -8,7 +8,9 @@
  *   user.etcd.lease            its lease id, 0 if none
  *   user.etcd.key              the key itself, relative to the mount prefix
  * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
- * revision the mount has seen), user.etcd.backend, user.etcd.watch.
+ * revision the mount has seen), user.etcd.backend, user.etcd.watch,
+ * user.etcd.valueBytes (the bytes of values held in memory: only counted
+ * under -o value_budget, else "all").
  *
  * Writable: user.etcd.pin.  `setfattr -n user.etcd.pin -v REV FILE` pins the
  * revision that the next commit of FILE's key by the same script must be
@@ -52,6 +54,7 @@ static const char *const root_names[] = {
 	"user.etcd.revision",
 	"user.etcd.backend",
 	"user.etcd.watch",
+	"user.etcd.valueBytes",
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -236,6 +239,11 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 					fs->cfg.nowatch ? "off" :
 					fs->watch_ok ? "connected" :
 					"connecting");
+		if (strcmp(name, "user.etcd.valueBytes") == 0)
+			return fs->cfg.value_budget ?
+				       snprintf(buf, size, "%zu",
+						fs->value_bytes) :
+				       snprintf(buf, size, "all");
 		return -ENODATA;
 	}
 	if (!is_key_file(n))
