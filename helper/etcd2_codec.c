@@ -27,6 +27,17 @@
 /* How much of a bad reply a message quotes. */
 #define E2C_QUOTE	48
 
+/*
+ * A message is one line: jansson's error text quotes the bytes it stopped
+ * at, and etcd's message and cause may hold any character.
+ */
+static void e2c_one_line(char *msg)
+{
+	for (; *msg; msg++)
+		if ((unsigned char)*msg < 0x20 || *msg == 0x7f)
+			*msg = ' ';
+}
+
 __attribute__((format(printf, 3, 4)))
 static int e2c_bad(char *msg, size_t size, const char *fmt, ...)
 {
@@ -36,6 +47,7 @@ static int e2c_bad(char *msg, size_t size, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(msg, size, fmt, ap);
 		va_end(ap);
+		e2c_one_line(msg);
 	}
 	return STORE_EBADREPLY;
 }
@@ -350,6 +362,8 @@ int etcd2_codec_reply(long status, const char *body, size_t len,
 		rc = e2c_error(status, json_is_object(root) ? root : NULL,
 			       body, len, r, msg, msg_size);
 		json_decref(root);
+		if (msg_size)
+			e2c_one_line(msg);
 		return rc;
 	}
 	if (!root)
