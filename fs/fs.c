@@ -235,22 +235,53 @@ static int refresh_dir(struct fs *fs, struct node *dir)
 	return ret;
 }
 
-int fs_load(struct fs *fs, struct store_error *err)
+struct load {
+	struct fs *fs;
+	uint64_t gen;
+	bool nomem;
+};
+
+/* A page of the listing at mount into the tree, so that no more than a
+ * page of the prefix is ever held twice. */
+static int load_page(void *arg, struct store_list *page, bool first,
+		     struct store_error *err)
 {
-	struct store_list l = { 0 };
+	struct load *ld = arg;
+	struct fs *fs = ld->fs;
 	struct inval_list inv = { 0 };
 	int ret;
 
-	ret = store_list(fs->store, "", 0, 0, &l, err);
-	if (ret)
-		return ret;
+	(void)err;
 	pthread_mutex_lock(&fs->lock);
-	ret = tree_reconcile(fs, fs->root, &l, &inv);
-	fs_now(&fs->root->listed);
+	if (first)
+		ld->gen = tree_reconcile_begin(fs);
+	ret = tree_reconcile_page(fs, ld->gen, page, &inv);
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
-	store_list_release(&l);
 	if (ret) {
+		ld->nomem = true;
+		return STORE_EINTERNAL;
+	}
+	return 0;
+}
+
+int fs_load(struct fs *fs, struct store_error *err)
+{
+	struct load ld = { .fs = fs };
+	struct inval_list inv = { 0 };
+	int64_t rev = 0;
+	int ret;
+
+	ret = store_list_pages(fs->store, "", 0, 0, load_page, &ld, &rev, err);
+	if (!ret) {
+		pthread_mutex_lock(&fs->lock);
+		ld.nomem = tree_reconcile_end(fs, fs->root, ld.gen, rev,
+					      &inv) != 0;
+		fs_now(&fs->root->listed);
+		pthread_mutex_unlock(&fs->lock);
+		inval_release(&inv);
+	}
+	if (ld.nomem) {
 		if (err) {
 			memset(err, 0, sizeof(*err));
 			err->code = STORE_EINTERNAL;
@@ -259,6 +290,8 @@ int fs_load(struct fs *fs, struct store_error *err)
 		}
 		return STORE_EINTERNAL;
 	}
+	if (ret)
+		return ret;
 	fs->loaded = true;
 	return 0;
 }

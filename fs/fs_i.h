@@ -235,6 +235,11 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 			  struct inval_list *inv);
 int tree_reconcile(struct fs *fs, struct node *dir,
 		   const struct store_list *l, struct inval_list *inv);
+uint64_t tree_reconcile_begin(struct fs *fs);
+int tree_reconcile_page(struct fs *fs, uint64_t gen,
+			const struct store_list *l, struct inval_list *inv);
+int tree_reconcile_end(struct fs *fs, struct node *dir, uint64_t gen,
+		       int64_t rev, struct inval_list *inv);
 bool tree_dir_has_keys(struct node *dir);
 int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
 		       struct node ***out, size_t *n);

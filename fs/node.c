@@ -735,13 +735,26 @@ static int collect_stale(struct node *dir, const char *prefix, size_t len,
 /*
  * Makes the subtree below @dir what the listing @l says it is at
  * l->revision: keys in it are put, keys not in it (and not written after
- * it) are removed.  Local and pending files are left alone.
+ * it) are removed.  Local and pending files are left alone.  A listing read
+ * a page at a time: tree_reconcile_begin, a _page per page, then _end.
  */
 int tree_reconcile(struct fs *fs, struct node *dir, const struct store_list *l,
 		   struct inval_list *inv)
 {
-	struct victims vs = { 0 };
-	uint64_t gen = ++fs->gen;
+	uint64_t gen = tree_reconcile_begin(fs);
+	int ret = tree_reconcile_page(fs, gen, l, inv);
+
+	return ret ? ret : tree_reconcile_end(fs, dir, gen, l->revision, inv);
+}
+
+uint64_t tree_reconcile_begin(struct fs *fs)
+{
+	return ++fs->gen;
+}
+
+int tree_reconcile_page(struct fs *fs, uint64_t gen,
+			const struct store_list *l, struct inval_list *inv)
+{
 	size_t i;
 	int ret;
 
@@ -753,16 +766,23 @@ int tree_reconcile(struct fs *fs, struct node *dir, const struct store_list *l,
 			return ret;
 		n->seen = gen;
 	}
-	if (l->revision > fs->revision)
-		fs->revision = l->revision;
+	return 0;
+}
+
+int tree_reconcile_end(struct fs *fs, struct node *dir, uint64_t gen,
+		       int64_t rev, struct inval_list *inv)
+{
+	struct victims vs = { 0 };
+	size_t i;
+	int ret;
+
+	if (rev > fs->revision)
+		fs->revision = rev;
 	/* puts add nodes and never remove a directory: dir is still here */
-	ret = collect_stale(dir, dir->key, dir->key_len, gen, l->revision,
-			    &vs);
-	if (ret)
-		goto out;
-	for (i = 0; i < vs.n; i++)
-		remove_file(fs, vs.v[i], inv);
-out:
+	ret = collect_stale(dir, dir->key, dir->key_len, gen, rev, &vs);
+	if (!ret)
+		for (i = 0; i < vs.n; i++)
+			remove_file(fs, vs.v[i], inv);
 	free(vs.v);
 	return ret;
 }

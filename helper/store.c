@@ -9,12 +9,22 @@
  * the caller compute the new value, compare-and-swap on mod_revision, and on
  * a lost race start again from the state the failed transaction returned.
  *
+ * With refresh_endpoints_ms, the endpoint list follows the cluster's
+ * members.  There is no thread for it (the daemon forks after the store is
+ * made, and a thread would not survive the fork): the calls that talk to
+ * etcd, and the watch when it lost its connection, first check whether a
+ * refresh is due (the interval passed, or every endpoint failed since the
+ * last one); one thread refreshes, the others go on with the list there
+ * is.  An idle mount with a connected watch does not refresh: nothing
+ * uses the list then.
+ *
  * What it cannot do: talk to etcd (the backends in etcd3.c, and later
  * etcd2.c, do that through transport.c); store_free does not wait for
  * requests other threads are still running on the store.
  *
- * Lock order: a store's watch_lock is taken alone; a backend's locks are
- * never held while calling back into this file.
+ * Lock order: a store's watch_lock is taken alone; refresh_lock is held
+ * only across a refresh, which takes the transport's locks; a backend's
+ * locks are never held while calling back into this file.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* the strerror_r that returns a string */
@@ -27,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "store_i.h"
@@ -41,6 +52,12 @@
 #define STORE_DEFAULT_REQUEST_MS	5000L
 /* A list whose later page was compacted away is read again, this often. */
 #define STORE_LIST_RESTARTS		3
+/*
+ * After every endpoint failed, the members are asked again at most this
+ * often: with a cluster that is down, each try costs a connect timeout
+ * per endpoint, which a request should not pay every time.
+ */
+#define STORE_REFRESH_RETRY_MS		1000
 
 #ifndef ETCDFS_DEFAULT_ENDPOINT
 #define ETCDFS_DEFAULT_ENDPOINT "http://127.0.0.1:2379"
@@ -61,6 +78,13 @@ struct store_priv {
 	size_t n_endpoints;
 	size_t strings_len;		/* of s.strings, wiped on free */
 	bool be_ready;			/* be_ops->init succeeded */
+
+	/* The endpoint refresh; see the top of this file. */
+	pthread_mutex_t refresh_lock;	/* held by the thread refreshing */
+	int64_t refresh_next_ms;	/* atomic; 0: at the first call */
+	int64_t refresh_last_ms;	/* protected by refresh_lock */
+	uint64_t refresh_seen;		/* atomic; the transport's unreachable
+					 * count after the last refresh */
 };
 
 /*
@@ -556,6 +580,7 @@ static void store_priv_free(struct store_priv *p)
 		free(p->s.strings);
 	}
 	pthread_mutex_destroy(&p->watch_lock);
+	pthread_mutex_destroy(&p->refresh_lock);
 	free(p);
 }
 
@@ -576,6 +601,12 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 		return NULL;
 	}
 	if (pthread_mutex_init(&p->watch_lock, NULL) != 0) {
+		free(p);
+		store_enomem(err, NULL, 0);
+		return NULL;
+	}
+	if (pthread_mutex_init(&p->refresh_lock, NULL) != 0) {
+		pthread_mutex_destroy(&p->watch_lock);
 		free(p);
 		store_enomem(err, NULL, 0);
 		return NULL;
@@ -605,6 +636,12 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 			   "bad timeout: %ld ms to connect, %ld ms a request",
 			   s->cfg.connect_timeout_ms,
 			   s->cfg.request_timeout_ms);
+		goto err_free;
+	}
+	if (s->cfg.refresh_endpoints_ms < 0) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "bad endpoint refresh interval: %ld ms",
+			   s->cfg.refresh_endpoints_ms);
 		goto err_free;
 	}
 	if (s->cfg.max_update_retries < 0) {
@@ -716,9 +753,150 @@ const char *store_endpoint(struct store *s)
 	return transport_endpoint(s->tr);
 }
 
+/* --- endpoints from the members --- */
+
+static int64_t store_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool store_list_has(char *const *list, size_t n, const char *ep)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], ep) == 0)
+			return true;
+	return false;
+}
+
+int store_refresh_endpoints(struct store *s, size_t *n_out,
+			    struct store_error *err)
+{
+	struct store_priv *p = store_priv(s);
+	struct store_member *m = NULL;
+	size_t nm = 0, i, k, cap = 0, n = 0, len;
+	char **list = NULL, *ep;
+	int rc;
+
+	if (n_out)
+		*n_out = 0;
+	rc = store_members(s, &m, &nm, err);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < nm; i++)
+		cap += m[i].n_client_urls;
+	cap += p->n_endpoints;
+	list = calloc(cap ? cap : 1, sizeof(*list));
+	if (!list) {
+		rc = store_enomem(err, NULL, 0);
+		goto out;
+	}
+	/*
+	 * A member added but not started has no client URL yet; one that
+	 * advertises something that is no URL is skipped rather than
+	 * trusted: the list is what every later request goes to.
+	 */
+	for (i = 0; i < nm; i++) {
+		for (k = 0; k < m[i].n_client_urls; k++) {
+			len = strlen(m[i].client_urls[k]);
+			while (len > 0 && m[i].client_urls[k][len - 1] == '/')
+				len--;
+			ep = store_memdup(m[i].client_urls[k], len);
+			if (!ep) {
+				rc = store_enomem(err, NULL, 0);
+				goto out;
+			}
+			if (!store_endpoint_ok(ep) ||
+			    store_list_has(list, n, ep)) {
+				free(ep);
+				continue;
+			}
+			list[n++] = ep;
+		}
+	}
+	if (n == 0) {
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				"no member of the cluster has a usable client "
+				"URL; keeping the endpoints there are");
+		goto out;
+	}
+	/*
+	 * The endpoints given stay, last: a name or a proxy that leads to
+	 * whatever members there will be is the way back when all of these
+	 * are gone.
+	 */
+	for (i = 0; i < p->n_endpoints; i++) {
+		if (store_list_has(list, n, p->endpoints[i]))
+			continue;
+		list[n] = strdup(p->endpoints[i]);
+		if (!list[n]) {
+			rc = store_enomem(err, NULL, 0);
+			goto out;
+		}
+		n++;
+	}
+	rc = transport_set_endpoints(s->tr, (const char *const *)list, n,
+				     err);
+	if (rc == 0 && n_out)
+		*n_out = n;
+out:
+	if (list)
+		for (i = 0; i < n; i++)
+			free(list[i]);
+	free(list);
+	store_members_free(m, nm);
+	return rc;
+}
+
+/*
+ * Refreshes the endpoints if a refresh is due (see the top of this file).
+ * Its outcome is not the caller's: on failure the list stays as it was,
+ * and the caller's own request says what it meets.
+ */
+static void store_refresh_maybe(struct store *s)
+{
+	struct store_priv *p = store_priv(s);
+	uint64_t fails;
+	int64_t now;
+	bool failed;
+
+	if (s->cfg.refresh_endpoints_ms <= 0)
+		return;
+	now = store_now_ms();
+	fails = transport_unreachable_count(s->tr);
+	failed = fails != __atomic_load_n(&p->refresh_seen, __ATOMIC_ACQUIRE);
+	if (!failed && now < __atomic_load_n(&p->refresh_next_ms,
+					     __ATOMIC_ACQUIRE))
+		return;
+	/* Another thread refreshes: use the list there is meanwhile. */
+	if (pthread_mutex_trylock(&p->refresh_lock) != 0)
+		return;
+	failed = fails != p->refresh_seen;
+	if ((failed && p->refresh_last_ms &&
+	     now - p->refresh_last_ms < STORE_REFRESH_RETRY_MS) ||
+	    (!failed && now < p->refresh_next_ms)) {
+		pthread_mutex_unlock(&p->refresh_lock);
+		return;
+	}
+	store_refresh_endpoints(s, NULL, NULL);
+	/* The refresh's own failures are no reason for another one. */
+	__atomic_store_n(&p->refresh_seen, transport_unreachable_count(s->tr),
+			 __ATOMIC_RELEASE);
+	p->refresh_last_ms = store_now_ms();
+	__atomic_store_n(&p->refresh_next_ms,
+			 p->refresh_last_ms + s->cfg.refresh_endpoints_ms,
+			 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->refresh_lock);
+}
+
 int store_revision(struct store *s, int64_t *rev, struct store_error *err)
 {
 	*rev = 0;
+	store_refresh_maybe(s);
 	return s->be_ops->revision(s, rev, err);
 }
 
@@ -766,6 +944,7 @@ int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,
 	bool exists;
 	int rc;
 
+	store_refresh_maybe(s);
 	memset(out, 0, sizeof(*out));
 	full = store_full_key(s, key, key_len, &full_len);
 	if (!full)
@@ -804,17 +983,19 @@ static void store_strip_list(struct store *s, struct store_list *out,
 	out->n = j;
 }
 
-int store_list(struct store *s, const char *prefix, size_t prefix_len,
-	       unsigned flags, struct store_list *out, struct store_error *err)
+int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
+		     unsigned flags, store_page_fn page, void *arg,
+		     int64_t *revision, struct store_error *err)
 {
+	struct store_list l = { 0 };
 	char *full, *end, *start = NULL;
-	size_t full_len, end_len, start_len = 0, before, got;
+	size_t full_len, end_len, start_len = 0, got;
 	const struct store_kv *last;
 	int64_t rev;
 	int rc = 0, restarts = 0;
-	bool more;
+	bool more, first;
 
-	memset(out, 0, sizeof(*out));
+	store_refresh_maybe(s);
 	full = store_full_key(s, prefix, prefix_len, &full_len);
 	if (!full)
 		return store_enomem(err, prefix, prefix_len);
@@ -836,13 +1017,12 @@ int store_list(struct store *s, const char *prefix, size_t prefix_len,
 
 again:
 	rev = 0;
-	for (;;) {
-		before = out->n;
+	for (first = true;; first = false) {
 		more = false;
 		rc = s->be_ops->range(s, start ? start : full,
 				      start ? start_len : full_len, end,
 				      end_len, rev, s->cfg.page_size, flags,
-				      out, &more, err);
+				      &l, &more, err);
 		if (rc == STORE_ECOMPACTED && rev != 0 &&
 		    restarts < STORE_LIST_RESTARTS) {
 			/*
@@ -851,7 +1031,7 @@ again:
 			 * newer one rather than mix revisions.
 			 */
 			restarts++;
-			store_list_release(out);
+			store_list_release(&l);
 			free(start);
 			start = NULL;
 			goto again;
@@ -861,13 +1041,13 @@ again:
 		/* A later page's header holds the current revision, not
 		 * the one it was read at. */
 		if (rev == 0)
-			rev = out->revision;
+			rev = l.revision;
 		else
-			out->revision = rev;
-		got = out->n - before;
+			l.revision = rev;
+		got = l.n;
 		if (more && got) {
 			/* Go on right after the last key: that key + "\0". */
-			last = &out->kvs[out->n - 1];
+			last = &l.kvs[l.n - 1];
 			free(start);
 			start = malloc(last->key_len + 2);
 			if (!start) {
@@ -879,27 +1059,62 @@ again:
 			start[last->key_len + 1] = '\0';
 			start_len = last->key_len + 1;
 		}
-		store_strip_list(s, out, before);
-		if (!more)
-			break;
-		if (!got) {
+		if (more && !got) {
 			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
 					"the server promised more keys and "
 					"sent none");
 			goto out;
 		}
-		if (rev == 0) {
+		if (more && rev == 0) {
 			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
 					"no revision in a list reply");
 			goto out;
 		}
+		store_strip_list(s, &l, 0);
+		rc = page(arg, &l, first, err);
+		store_list_release(&l);
+		if (rc < 0)
+			goto out;
+		if (!more)
+			break;
 	}
+	if (revision)
+		*revision = rev;
 out:
-	if (rc < 0)
-		store_list_release(out);
+	store_list_release(&l);
 	free(start);
 	free(end);
 	free(full);
+	return rc;
+}
+
+/* store_list's page: moves the page's keys to the end of the list */
+static int store_list_append(void *arg, struct store_list *page, bool first,
+			     struct store_error *err)
+{
+	struct store_list *out = arg;
+	size_t i;
+
+	if (first)
+		store_list_release(out);	/* read again after a compaction */
+	out->revision = page->revision;
+	for (i = 0; i < page->n; i++)
+		if (store_list_push_own(out, &page->kvs[i]) < 0)
+			return store_enomem(err, page->kvs[i].key,
+					    page->kvs[i].key_len);
+	return 0;
+}
+
+int store_list(struct store *s, const char *prefix, size_t prefix_len,
+	       unsigned flags, struct store_list *out, struct store_error *err)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = store_list_pages(s, prefix, prefix_len, flags, store_list_append,
+			      out, NULL, err);
+	if (rc < 0)
+		store_list_release(out);
 	return rc;
 }
 
@@ -915,6 +1130,7 @@ int store_create(struct store *s, const char *key, size_t key_len,
 	int64_t newrev = 0;
 	int rc;
 
+	store_refresh_maybe(s);
 	full = store_full_key(s, key, key_len, &full_len);
 	if (!full)
 		return store_enomem(err, key, key_len);
@@ -964,6 +1180,7 @@ int store_delete(struct store *s, const char *key, size_t key_len,
 	size_t full_len;
 	int rc;
 
+	store_refresh_maybe(s);
 	if (prev)
 		memset(prev, 0, sizeof(*prev));
 	full = store_full_key(s, key, key_len, &full_len);
@@ -1035,6 +1252,7 @@ int store_guaranteed_update(struct store *s, const char *key, size_t key_len,
 	bool exists, current;
 	int rc, attempts = 0;
 
+	store_refresh_maybe(s);
 	if (out)
 		memset(out, 0, sizeof(*out));
 	full = store_full_key(s, key, key_len, &full_len);
@@ -1248,6 +1466,7 @@ int store_move(struct store *s, const char *from, size_t from_len,
 	int64_t newrev = 0;
 	int rc;
 
+	store_refresh_maybe(s);
 	if (!s->be_ops->move)
 		return store_fail(err, STORE_ENOTSUP, from, from_len, 0,
 				  "the %s backend cannot rename atomically",
@@ -1293,6 +1512,7 @@ int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 	if (ttl <= 0)
 		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
 				  "bad lease ttl %lld", (long long)ttl);
+	store_refresh_maybe(s);
 	return s->be_ops->lease_grant(s, ttl, id, err);
 }
 
@@ -1316,6 +1536,13 @@ static void store_watch_event(void *arg, const struct store_event *ev)
 	struct store *s = node->w.s;
 	struct store_event e = *ev;
 
+	/*
+	 * The watch lost its endpoint: refresh the list it reconnects over,
+	 * so that an idle mount follows the members too.
+	 */
+	if (e.type == STORE_EV_ERROR && (e.err == STORE_EUNREACHABLE ||
+					 e.err == STORE_ETIMEOUT))
+		store_refresh_maybe(s);
 	if (e.type == STORE_EV_PUT || e.type == STORE_EV_DELETE) {
 		if (!store_view(s, &e.kv))
 			return;
@@ -1334,6 +1561,7 @@ int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
 	struct store_watch *w;
 	int rc;
 
+	store_refresh_maybe(s);
 	*out = NULL;
 	if (!fn || start_rev < 0)
 		return store_fail(err, STORE_EINVAL, key, key_len, 0,
@@ -1482,11 +1710,13 @@ static int store_dir_op(struct store *s, bool make, const char *key,
 int store_mkdir(struct store *s, const char *key, size_t key_len,
 		int64_t *rev, struct store_error *err)
 {
+	store_refresh_maybe(s);
 	return store_dir_op(s, true, key, key_len, rev, err);
 }
 
 int store_rmdir(struct store *s, const char *key, size_t key_len,
 		int64_t *rev, struct store_error *err)
 {
+	store_refresh_maybe(s);
 	return store_dir_op(s, false, key, key_len, rev, err);
 }

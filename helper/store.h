@@ -129,6 +129,14 @@ struct store_config {
 	size_t max_value_size;	/* 0: 1.5 MiB, etcd's default */
 	size_t max_reply_size;	/* 0: 256 MiB; a larger reply is EBADREPLY */
 	int max_update_retries;	/* 0: 16 */
+	/*
+	 * 0: talk to the endpoints given, only.  Else the store asks the
+	 * cluster for its members (store_refresh_endpoints) at its first
+	 * request, then at most every refresh_endpoints_ms, and at once
+	 * after every endpoint failed (at most once a second), and talks to
+	 * their client URLs, the endpoints given kept as the last resort.
+	 */
+	long refresh_endpoints_ms;
 };
 
 struct store;
@@ -171,6 +179,22 @@ int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,
  */
 int store_list(struct store *s, const char *prefix, size_t prefix_len,
 	       unsigned flags, struct store_list *out, struct store_error *err);
+
+/*
+ * As store_list, a page at a time, so that a big prefix is never all in
+ * memory at once: @page gets each page's keys, at the one revision all
+ * pages are read at; it may move keys out of it (store_list_push_own) and
+ * the rest is released after the call.  @first is true for the first page,
+ * and again if etcd compacted that revision between two pages: the listing
+ * then starts over at a newer revision, and what earlier pages said is to
+ * be forgotten.  A negative return of @page stops the listing and is
+ * returned.  *@rev (if not NULL): the revision read at.
+ */
+typedef int (*store_page_fn)(void *arg, struct store_list *page, bool first,
+			     struct store_error *err);
+int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
+		     unsigned flags, store_page_fn page, void *arg,
+		     int64_t *rev, struct store_error *err);
 
 /*
  * Creates @key with @value; EEXISTS if it exists.  @lease 0: none.
@@ -299,6 +323,18 @@ struct store_member {
 int store_members(struct store *s, struct store_member **members, size_t *n,
 		  struct store_error *err);
 void store_members_free(struct store_member *members, size_t n);
+
+/*
+ * Asks the cluster for its members and makes their client URLs (each an
+ * http:// or https:// URL, in the members' order, without duplicates)
+ * followed by the configured endpoints that are not among them the
+ * endpoints the store talks to, with the same TLS and auth settings.  On
+ * an error, or when no member has a usable client URL, the endpoints stay
+ * as they were: the list never gets empty.  Safe while other threads use
+ * the store.  *@n (if not NULL) is the number of endpoints now in use.
+ */
+int store_refresh_endpoints(struct store *s, size_t *n,
+			    struct store_error *err);
 
 /*
  * Makes the directory @key (etcd2; v3 has none: ENOTSUP).  EEXISTS if a key

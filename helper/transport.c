@@ -31,8 +31,12 @@
  *
  * What it cannot do: HTTP/2, proxies (the environment's are ignored),
  * redirects; it does not replay a request that was sent and lost (the
- * caller decides), and it does not refresh the endpoint list by itself
- * (see transport_set_endpoints).
+ * caller decides), and it does not refresh the endpoint list by itself:
+ * store.c does, with transport_set_endpoints(), which swaps the list under
+ * t->lock while other threads' requests run; a request that started on
+ * the old list goes on over the new one from the same position, and only
+ * a failover of the same list generation moves the shared current
+ * endpoint.
  *
  * Lock order: t->auth_lock, then t->lock.  Neither is held across a
  * transfer except auth_lock while a token is being had, so that one thread
@@ -82,6 +86,8 @@ struct transport {
 	uint64_t endpoints_gen;		/* protected by lock; bumped by
 					 * transport_set_endpoints */
 	struct tr_handle *handles;	/* protected by lock */
+	/* atomic: requests that found no endpoint answering */
+	uint64_t unreachable;
 
 	pthread_key_t key;		/* -> struct tr_handle */
 
@@ -399,6 +405,11 @@ const char *transport_endpoint(struct transport *t)
 	ok = tr_handle_set_endpoint(h, t->endpoints[t->current]);
 	pthread_mutex_unlock(&t->lock);
 	return ok ? h->endpoint : "";
+}
+
+uint64_t transport_unreachable_count(struct transport *t)
+{
+	return __atomic_load_n(&t->unreachable, __ATOMIC_RELAXED);
 }
 
 int transport_set_endpoints(struct transport *t, const char *const *endpoints,
@@ -832,6 +843,7 @@ static int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 			  i ? "; " : "", h->endpoint, what);
 	}
 	if (i == n) {
+		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
 		if (same)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 					  "cannot reach %s: %s", names, first);

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -94,8 +95,20 @@ int transport_stream(struct transport *t, const char *method,
 /* The endpoint requests go to now (borrowed). */
 const char *transport_endpoint(struct transport *t);
 
-/* Replaces the endpoint list (members refresh).  0 or an error. */
+/*
+ * Replaces the endpoint list (members refresh): copies @endpoints (@n > 0,
+ * none empty) and stays on the endpoint in use if the new list has it,
+ * else starts from the first.  Safe while other threads' requests run;
+ * TLS and auth settings are kept.  0 or an error (the list unchanged).
+ */
 int transport_set_endpoints(struct transport *t, const char *const *endpoints,
 			    size_t n, struct store_error *err);
+
+/*
+ * How many requests so far found no endpoint that could be connected to;
+ * only grows.  A caller that saw it change knows that the whole list
+ * failed since it last looked.
+ */
+uint64_t transport_unreachable_count(struct transport *t);
 
 #endif /* ETCDFS_TRANSPORT_H */

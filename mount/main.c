@@ -44,15 +44,28 @@
 #include "fs.h"		/* defines FUSE_USE_VERSION before fuse_lowlevel.h */
 #include "store.h"
 
-/* How long the kernel may cache names and attributes when not told. */
-#define DEFAULT_ENTRY_TIMEOUT 1.0
-#define DEFAULT_ATTR_TIMEOUT 1.0
+/*
+ * How long the kernel may cache names and attributes when not told.  With
+ * the watch, every change another client makes invalidates exactly what it
+ * touches, so the kernel may keep them for long; without it nothing tells
+ * the kernel, and a second is what a stale stat may lag behind.
+ */
+#define DEFAULT_TIMEOUT 3600.0
+#define DEFAULT_NOWATCH_TIMEOUT 1.0
 
 /*
  * Idle FUSE worker threads beyond this many exit.  Each thread keeps a
  * connection to etcd of its own, so a burst should not leave hundreds.
  */
 #define MAX_IDLE_THREADS 10
+
+/*
+ * How often -o refresh_endpoints asks the cluster for its members when not
+ * told: often enough to follow a member replaced in a maintenance window,
+ * rare enough to cost nothing (one small request, only while the mount is
+ * used; at once, though, after every endpoint failed).
+ */
+#define DEFAULT_REFRESH_SECONDS 30
 
 /*
  * The -o options of etcdfs.  Numbers are taken as strings and converted
@@ -76,6 +89,9 @@ struct etcdfs_opts {
 	char *uid;
 	char *gid;
 	char *umask;
+	char *value_budget;
+	char *refresh_endpoints;	/* refresh_endpoints=SEC */
+	int refresh_endpoints_on;	/* refresh_endpoints */
 	int ro;
 	int quorum;
 	int nowatch;
@@ -109,6 +125,9 @@ static const struct fuse_opt etcdfs_opt_table[] = {
 	ETCDFS_OPT("uid=%s", uid, 0),
 	ETCDFS_OPT("gid=%s", gid, 0),
 	ETCDFS_OPT("umask=%s", umask, 0),
+	ETCDFS_OPT("value_budget=%s", value_budget, 0),
+	ETCDFS_OPT("refresh_endpoints", refresh_endpoints_on, 1),
+	ETCDFS_OPT("refresh_endpoints=%s", refresh_endpoints, 0),
 	/*
 	 * ro is enforced by the filesystem (EROFS), not by the kernel: the
 	 * thread that replays other clients' changes as local syscalls must
@@ -243,6 +262,11 @@ static void help(const char *progname)
 "                           a '/' is added if missing; prefix= (empty)\n"
 "                           shows the whole key space\n"
 "    -o api=v3|v2           the etcd API to speak (default: v3)\n"
+"    -o refresh_endpoints[=SEC]  talk to the members the cluster lists\n"
+"                           (their client URLs, then the endpoints given),\n"
+"                           asked at mount, then at most every SEC seconds\n"
+"                           while in use (default: %d) and after every\n"
+"                           endpoint failed\n"
 "    -o cacert=FILE         CA certificates to check the server with (PEM)\n"
 "    -o cert=FILE           client certificate (PEM)\n"
 "    -o key=FILE            the client certificate's private key (PEM)\n"
@@ -259,9 +283,9 @@ static void help(const char *progname)
 "    -o connect_timeout=MS  give up connecting after MS ms (default: 2000)\n"
 "    -o request_timeout=MS  give up a request after MS ms (default: 5000)\n"
 "    -o entry_timeout=SEC   let the kernel cache names for SEC seconds\n"
-"                           (default: %g)\n"
+"                           (default: %g, or %g with nowatch)\n"
 "    -o attr_timeout=SEC    let the kernel cache attributes for SEC\n"
-"                           seconds (default: %g)\n"
+"                           seconds (default: as entry_timeout)\n"
 "    -o uid=N               owner of every file (default: the caller's)\n"
 "    -o gid=N               group of every file (default: the caller's)\n"
 "    -o umask=OCTAL         permissions to take away from 0777 (dirs) and\n"
@@ -271,12 +295,16 @@ static void help(const char *progname)
 "                           the mount's memory)\n"
 "    -o chmod_ok            accept chmod and chown that change something\n"
 "                           (they are not stored; default: EPERM)\n"
+"    -o value_budget=SIZE   hold at most SIZE bytes of values in memory\n"
+"                           (K, M, G: KiB, MiB, GiB); the others are read\n"
+"                           again when opened (default: hold them all)\n"
 "\n"
 "Permissions are checked by the kernel (default_permissions) against\n"
 "uid, gid and umask.  mount(8) options meant for fstab (_netdev, nofail,\n"
 "noauto, auto, user, users, defaults) are ignored.\n"
 "\n",
-	       DEFAULT_ENTRY_TIMEOUT, DEFAULT_ATTR_TIMEOUT);
+	       DEFAULT_REFRESH_SECONDS, DEFAULT_TIMEOUT,
+	       DEFAULT_NOWATCH_TIMEOUT);
 	printf("FUSE options:\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
@@ -330,6 +358,36 @@ static int parse_num(const char *name, const char *s, int base,
 	if (errno != 0 || *end != '\0' || v < min || v > max)
 		goto bad;
 	*out = v;
+	return 0;
+bad:
+	bad_value(name, s);
+	return -1;
+}
+
+/* A size in bytes, with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *name, const char *s, size_t *out)
+{
+	unsigned shift = 0;
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		goto bad;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		goto bad;
+	if (*end == 'K' || *end == 'k')
+		shift = 10;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30;
+	if (shift)
+		end++;
+	if (*end != '\0' || v > (SIZE_MAX >> shift))
+		goto bad;
+	*out = (size_t)(v << shift);
 	return 0;
 bad:
 	bad_value(name, s);
@@ -626,6 +684,14 @@ static int setup_from_opts(struct etcdfs_opts *o, const char *mountpoint,
 		sc->request_timeout_ms = (long)v;
 	}
 	sc->quorum = o->quorum;
+	if (o->refresh_endpoints) {
+		if (parse_num("refresh_endpoints", o->refresh_endpoints, 10, 1,
+			      24 * 3600, &v) == -1)
+			return -1;
+		sc->refresh_endpoints_ms = (long)v * 1000;
+	} else if (o->refresh_endpoints_on) {
+		sc->refresh_endpoints_ms = DEFAULT_REFRESH_SECONDS * 1000L;
+	}
 
 	fc->store = NULL;	/* filled once created */
 	fc->mountpoint = mountpoint;
@@ -634,9 +700,13 @@ static int setup_from_opts(struct etcdfs_opts *o, const char *mountpoint,
 	fc->nowatch = o->nowatch;
 	fc->temp_in_memory = !o->notemp;
 	fc->chmod_ok = o->chmod_ok;
+	if (o->value_budget &&
+	    parse_size("value_budget", o->value_budget, &fc->value_budget) == -1)
+		return -1;
 
-	fc->entry_timeout = DEFAULT_ENTRY_TIMEOUT;
-	fc->attr_timeout = DEFAULT_ATTR_TIMEOUT;
+	fc->entry_timeout = o->nowatch ? DEFAULT_NOWATCH_TIMEOUT
+				       : DEFAULT_TIMEOUT;
+	fc->attr_timeout = fc->entry_timeout;
 	if (o->entry_timeout &&
 	    parse_seconds("entry_timeout", o->entry_timeout,
 			  &fc->entry_timeout) == -1)
@@ -759,9 +829,11 @@ static void opts_release(struct etcdfs_opts *o)
 	free(o->request_timeout);
 	free(o->entry_timeout);
 	free(o->attr_timeout);
+	free(o->value_budget);
 	free(o->uid);
 	free(o->gid);
 	free(o->umask);
+	free(o->refresh_endpoints);
 }
 
 int main(int argc, char *argv[])
