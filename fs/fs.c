@@ -228,7 +228,6 @@ static int refresh_dir(struct fs *fs, struct node *dir)
 	}
 	pthread_mutex_lock(&fs->lock);
 	ret = dir->removed ? 0 : tree_reconcile(fs, dir, &l, &inv);
-	fs_now(&dir->listed);
 	pthread_mutex_unlock(&fs->lock);
 	store_list_release(&l);
 	fs_send_invals(fs, &inv);
@@ -277,7 +276,6 @@ int fs_load(struct fs *fs, struct store_error *err)
 		pthread_mutex_lock(&fs->lock);
 		ld.nomem = tree_reconcile_end(fs, fs->root, ld.gen, rev,
 					      &inv) != 0;
-		fs_now(&fs->root->listed);
 		pthread_mutex_unlock(&fs->lock);
 		inval_release(&inv);
 	}

@@ -46,21 +46,24 @@ struct node {
 	size_t key_len;
 
 	uint64_t ino;
-	enum node_type type;
+	/* the small fields side by side: a mirror holds millions of nodes */
+	enum node_type type : 8;
 	bool local;		/* a mkdir'd dir, or a file that lives only in
 				 * memory (temp files) */
 	bool pending;		/* a new file not committed to etcd yet */
 	bool removed;		/* out of the tree; freed when unreferenced */
 	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
 	bool in_lru;		/* its value counts against the value budget */
-
-	uint64_t nlookup;	/* the kernel's references */
 	unsigned refs;		/* open handles and requests in flight */
 	unsigned nopen;		/* open handles (but the echo's) */
-	struct handle *handles;	/* open for writing, newest first */
-	int64_t cache_rev;	/* the revision the kernel may cache pages of */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
 				 * committed (file.c) */
+	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
+	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+
+	uint64_t nlookup;	/* the kernel's references */
+	struct handle *handles;	/* open for writing, newest first */
+	int64_t cache_rev;	/* the revision the kernel may cache pages of */
 
 	/*
 	 * Files: the value as etcd has it (or the local content).  NULL in
@@ -89,11 +92,7 @@ struct node {
 	size_t ghost_key_len;
 	int64_t ghost_rev;
 
-	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
-	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
-
 	uint64_t seen;		/* reconcile generation */
-	struct timespec listed;	/* directories: last listed (nowatch) */
 };
 
 /* A notification for the kernel, sent once fs->lock is released. */

@@ -43,7 +43,7 @@
 #include "store_i.h"
 #include "transport.h"
 
-#define STORE_DEFAULT_PAGE_SIZE		5000
+#define STORE_DEFAULT_PAGE_SIZE		1000
 /* etcd's own limit, --max-request-bytes */
 #define STORE_DEFAULT_MAX_VALUE_SIZE	((size_t)1572864)
 #define STORE_DEFAULT_MAX_REPLY_SIZE	((size_t)256 << 20)
