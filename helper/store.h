@@ -125,7 +125,7 @@ struct store_config {
 	long connect_timeout_ms;	/* 0: 2000 */
 	long request_timeout_ms;	/* 0: 5000 */
 	bool quorum;		/* linearizable reads by default (etcd's default) */
-	size_t page_size;	/* keys per list request; 0: 5000 */
+	size_t page_size;	/* keys per list request; 0: 1000 */
 	size_t max_value_size;	/* 0: 1.5 MiB, etcd's default */
 	size_t max_reply_size;	/* 0: 256 MiB; a larger reply is EBADREPLY */
 	int max_update_retries;	/* 0: 16 */

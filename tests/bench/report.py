@@ -371,7 +371,7 @@ def main():
               "VmHWM after mounting and listing. Mount = from starting "
               "the daemon to a usable mountpoint; list = `find` over the "
               "fresh mount; the helper baseline is one `store_list` of "
-              "the keys and values in pages of 5,000 keys, as the daemon "
+              "the keys and values in pages of 1,000 keys, as the daemon "
               "lists at mount.".format(mem_size))
     md.append("")
     md.append("| keys | raw | budget | peak RSS | ÷ raw | ÷ budget | "

@@ -542,9 +542,9 @@ if want 2; then
 		run_helper_list find.keys "$TREE_PREFIX" "$tree_keys" --keys-only
 	done
 	# the baseline of a mount: the helper's listing of keys and values
-	# in the daemon's pages of 5000 keys
+	# in the daemon's pages of 1000 keys
 	run_helper_list "mem.$tree_keys" "$TREE_PREFIX" "$tree_keys" \
-		--page-size 5000
+		--page-size 1000
 	rm -rf "$TREE_COPY"
 fi
 
@@ -677,7 +677,7 @@ if want 6; then
 		# the helper's listing takes about as long as a mount: it is
 		# measured up to --mem-baseline-max keys
 		if ((n <= mem_baseline_max)); then
-			run_helper_list "mem.$n" "$prefix" "$n" --page-size 5000
+			run_helper_list "mem.$n" "$prefix" "$n" --page-size 1000
 		fi
 	done
 fi

@@ -430,7 +430,7 @@ static bool test_new_accepts_and_copies(void)
 	CHECK(strcmp(store_backend_name(s), "etcd3") == 0);
 	CHECK(store_max_value_size(s) == 1572864);
 	CHECK(s->prefix_len == 10 && memcmp(s->prefix, "/registry/", 10) == 0);
-	CHECK(s->cfg.page_size == 5000);
+	CHECK(s->cfg.page_size == 1000);
 	CHECK(s->cfg.max_reply_size == (size_t)256 << 20);
 	CHECK(s->cfg.max_update_retries == 16);
 	store_free(s);
