@@ -699,10 +699,17 @@ struct dirent_snap {
 	mode_t type;
 };
 
+/*
+ * An open directory: its entries as they were at the first readdir, so
+ * that offsets stay meaningful while keys come and go.  When the kernel
+ * has the listing cached (cache_readdir) it sends no readdir, and no
+ * snapshot is ever made.
+ */
 struct dir_handle {
 	struct node *dir;
 	struct dirent_snap *ents;
 	size_t n;
+	bool snapped;
 };
 
 static void free_dir_handle(struct dir_handle *dh)
@@ -741,8 +748,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs *fs = fs_of(req);
 	struct dir_handle *dh = calloc(1, sizeof(*dh));
-	struct node *dir, *c;
-	size_t cap = 0;
+	struct node *dir;
 	int err = 0;
 
 	if (!dh) {
@@ -762,22 +768,15 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		if (err)
 			goto out_unref;
 	}
-	if (snap_add(dh, &cap, ".", dir->ino, S_IFDIR) ||
-	    snap_add(dh, &cap, "..",
-		     dir->parent ? dir->parent->ino : dir->ino, S_IFDIR)) {
-		err = ENOMEM;
-		goto out_unref;
-	}
-	for (c = dir->child; c; c = c->next) {
-		if (snap_add(dh, &cap, c->name, c->ino,
-			     c->type == NODE_DIR ? S_IFDIR : S_IFREG)) {
-			err = ENOMEM;
-			goto out_unref;
-		}
-	}
 	pthread_mutex_unlock(&fs->lock);
 	fi->fh = (uint64_t)(uintptr_t)dh;
-	fi->keep_cache = 0;
+	/*
+	 * With the watch, the kernel may keep the listing: every name that
+	 * comes or goes invalidates the directory's inode (node.c), and the
+	 * kernel drops the listing itself on the mount's own changes.
+	 */
+	fi->cache_readdir = !fs->cfg.nowatch;
+	fi->keep_cache = !fs->cfg.nowatch;
 	fuse_reply_open(req, fi);
 	return;
 out_unref:
@@ -786,6 +785,24 @@ out_unlock:
 	pthread_mutex_unlock(&fs->lock);
 	free_dir_handle(dh);
 	fuse_reply_err(req, err);
+}
+
+/* Takes the snapshot of dh's directory; fs->lock held. */
+static int snap_dir(struct dir_handle *dh)
+{
+	struct node *dir = dh->dir, *c;
+	size_t cap = 0;
+
+	if (snap_add(dh, &cap, ".", dir->ino, S_IFDIR) ||
+	    snap_add(dh, &cap, "..",
+		     dir->parent ? dir->parent->ino : dir->ino, S_IFDIR))
+		return -ENOMEM;
+	for (c = dir->child; c; c = c->next)
+		if (snap_add(dh, &cap, c->name, c->ino,
+			     c->type == NODE_DIR ? S_IFDIR : S_IFREG))
+			return -ENOMEM;
+	dh->snapped = true;
+	return 0;
 }
 
 static void do_readdir(fuse_req_t req, size_t size, off_t off,
@@ -801,6 +818,12 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
+	if (!dh->snapped && snap_dir(dh)) {
+		pthread_mutex_unlock(&fs->lock);
+		free(buf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	for (i = (size_t)off; i < dh->n; i++) {
 		struct dirent_snap *d = &dh->ents[i];
 		size_t used;
@@ -1108,6 +1131,7 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		struct node *dir = n->parent;
 
 		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
+		inval_add(inv, false, node_id(fs, dir), NULL, 0);
 		node_drop(fs, n);
 		tree_keep(fs, dir);
 	}

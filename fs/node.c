@@ -383,11 +383,23 @@ void inval_release(struct inval_list *l)
 }
 
 /* The kernel may hold (dir, name) only if it knows dir. */
+/*
+ * A name that came or went in @dir: the kernel forgets the name and the
+ * directory's cached listing (its pages), which an entry invalidation
+ * alone drops only when the kernel had looked the name up.
+ */
 static void inval_entry_of(struct fs *fs, struct inval_list *inv,
 			   struct node *dir, const char *name, size_t len)
 {
-	if (dir == fs->root || dir->nlookup)
-		inval_add(inv, true, node_id(fs, dir), name, len);
+	fuse_ino_t id = node_id(fs, dir);
+
+	if (dir != fs->root && !dir->nlookup)
+		return;
+	inval_add(inv, true, id, name, len);
+	/* a burst in one directory: once is enough */
+	if (inv->n < 2 || inv->v[inv->n - 2].entry ||
+	    inv->v[inv->n - 2].ino != id)
+		inval_add(inv, false, id, NULL, 0);
 }
 
 /* dir's key (a prefix) followed by what @name decodes to. */

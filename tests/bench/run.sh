@@ -63,7 +63,7 @@ usage: bash tests/bench/run.sh [--quick | --smoke] [options]
                      16 writers do a quarter each
   --writers LIST     workload 4: writer counts (default 1,16)
   --ctl-puts N       workload 4: etcdctl puts per run (default 50)
-  --events N         workload 5: remote changes per run (default 200)
+  --events N         workload 5: remote changes per run (default 1000)
   --keep             keep the work dir (etcd data, daemon logs)
 
 Environment: ETCDFS and ETCDFS_BENCH name the binaries to use instead of
@@ -86,7 +86,7 @@ cold_keys=1000
 write_iters=500
 writers=1,16
 ctl_puts=50
-events=200
+events=1000
 keep=0
 mode=default
 cmdline="bash tests/bench/run.sh${*:+ $*}"
