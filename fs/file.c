@@ -210,8 +210,9 @@ static struct node *find_ghost(struct node *dir, const char *key,
 	struct node *c;
 
 	for (c = dir->child; c; c = c->next) {
-		if (c->local && c->ghost_key && c->ghost_key_len == key_len &&
-		    memcmp(c->ghost_key, key, key_len) == 0)
+		if (c->local && node_ghost(c) &&
+		    c->rare->ghost_key_len == key_len &&
+		    memcmp(c->rare->ghost_key, key, key_len) == 0)
 			return c;
 	}
 	return NULL;
@@ -716,9 +717,9 @@ static int new_file(struct fs *fs, struct node *dir, const char *name,
 	g = temp ? NULL : find_ghost(dir, key, key_len);
 	if (g) {
 		/* the editor moved this key to a backup and writes it anew */
-		n->mod_revision = g->ghost_rev;
-		free(g->ghost_key);
-		g->ghost_key = NULL;
+		n->mod_revision = g->rare->ghost_rev;
+		free(g->rare->ghost_key);
+		g->rare->ghost_key = NULL;
 	}
 	*out = n;
 	return 0;

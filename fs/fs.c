@@ -1184,12 +1184,12 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		}
 		goto out;
 	}
-	if (n->local && n->ghost_key) {
+	if (n->local && node_ghost(n)) {
 		/* a key moved away to a temp name and never replaced */
-		key = n->ghost_key;
-		key_len = n->ghost_key_len;
-		rev = n->ghost_rev;
-		n->ghost_key = NULL;
+		key = n->rare->ghost_key;
+		key_len = n->rare->ghost_key_len;
+		rev = n->rare->ghost_rev;
+		n->rare->ghost_key = NULL;
 	} else if (!n->local && !n->pending) {
 		key = malloc(n->key_len + 1);
 		if (!key) {
@@ -1205,8 +1205,9 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		 * looking the name up again: a refused delete stays refused
 		 * for that retry, or it would delete what it just refused to.
 		 */
-		if (n->refused_pid == pid && elapsed(&n->refused_at) < 1.0) {
-			n->refused_pid = 0;
+		if (n->rare && n->rare->refused_pid == pid &&
+		    elapsed(&n->rare->refused_at) < 1.0) {
+			n->rare->refused_pid = 0;
 			free(key);
 			err = ESTALE;
 			goto out;
@@ -1222,14 +1223,14 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	pthread_mutex_unlock(&fs->lock);
 	err = -delete_key(fs, n, key, key_len, rev, &inv);
 	pthread_mutex_lock(&fs->lock);
-	if (err == ESTALE) {
-		n->refused_pid = pid;
-		fs_now(&n->refused_at);
-		if (n->local && !n->ghost_key) {
+	if (err == ESTALE && node_rare(n)) {
+		n->rare->refused_pid = pid;
+		fs_now(&n->rare->refused_at);
+		if (n->local && !n->rare->ghost_key) {
 			/* keep the ghost: the key is still there */
-			n->ghost_key = key;
-			n->ghost_key_len = key_len;
-			n->ghost_rev = rev;
+			n->rare->ghost_key = key;
+			n->rare->ghost_key_len = key_len;
+			n->rare->ghost_rev = rev;
 			key = NULL;
 		}
 	} else if (!err && n->local && !n->removed && n->parent) {
@@ -1400,10 +1401,16 @@ again:
 				   &key_len);
 		if (err)
 			goto out;
-		if (!n->local && !n->pending && !n->ghost_key) {
-			n->ghost_key = n->key;
-			n->ghost_key_len = n->key_len;
-			n->ghost_rev = n->mod_revision;
+		if (!n->local && !n->pending && !node_ghost(n)) {
+			if (!node_rare(n)) {
+				free(key);
+				key = NULL;
+				err = ENOMEM;
+				goto out;
+			}
+			n->rare->ghost_key = n->key;
+			n->rare->ghost_key_len = n->key_len;
+			n->rare->ghost_rev = n->mod_revision;
 			n->key = NULL;
 		}
 		n->local = true;
@@ -1440,10 +1447,11 @@ again:
 			goto out_unref;
 		}
 		memcpy(data, n->value, len);
-		from_key = n->ghost_key;
-		from_len = n->ghost_key_len;
-		pre_from.mod_revision = n->ghost_rev;
-		n->ghost_key = NULL;
+		from_key = n->rare ? n->rare->ghost_key : NULL;
+		from_len = n->rare ? n->rare->ghost_key_len : 0;
+		pre_from.mod_revision = n->rare ? n->rare->ghost_rev : 0;
+		if (n->rare)
+			n->rare->ghost_key = NULL;
 		if (pre_to.mod_revision == STORE_REV_ABSENT && from_key &&
 		    from_len == key_len && memcmp(from_key, key, key_len) == 0)
 			pre_to.mod_revision = pre_from.mod_revision;
@@ -1647,10 +1655,13 @@ static void free_subtree(struct node *n)
 		next = c->next;
 		free_subtree(c);
 	}
-	free(n->name);
+	if (n->name != n->name_buf)
+		free(n->name);
 	free(n->key);
 	free(n->value);
-	free(n->ghost_key);
+	if (n->rare)
+		free(n->rare->ghost_key);
+	free(n->rare);
 	free(n);
 }
 

@@ -32,6 +32,22 @@ enum node_type {
  *
  * Every field is protected by fs->lock.
  */
+/* What few nodes need at once: kept apart, so that the others are smaller. */
+struct node_rare {
+	/*
+	 * A key renamed away to a temp name (an editor's backup) is not
+	 * deleted at once: its temp file remembers it here, and the key is
+	 * deleted only if the temp file is removed while no new file took
+	 * the key's place.
+	 */
+	char *ghost_key;
+	size_t ghost_key_len;
+	int64_t ghost_rev;
+
+	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
+	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+};
+
 struct node {
 	struct node *parent;		/* NULL for the root and removed nodes */
 	struct node *hnext;		/* hash chain of (parent, name) */
@@ -58,8 +74,6 @@ struct node {
 	unsigned nopen;		/* open handles (but the echo's) */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
 				 * committed (file.c) */
-	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
-	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
 
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
@@ -81,18 +95,9 @@ struct node {
 	int64_t version;
 	int64_t lease;
 	struct timespec mtime;	/* when this revision was first seen */
-
-	/*
-	 * A key renamed away to a temp name (an editor's backup) is not
-	 * deleted at once: its temp file remembers it here, and the key is
-	 * deleted only if the temp file is removed while no new file took
-	 * the key's place.
-	 */
-	char *ghost_key;
-	size_t ghost_key_len;
-	int64_t ghost_rev;
-
+	struct node_rare *rare;	/* NULL but for a few files at a time */
 	uint64_t seen;		/* reconcile generation */
+	char name_buf[];	/* name, unless renamed since made */
 };
 
 /* A notification for the kernel, sent once fs->lock is released. */
@@ -221,6 +226,13 @@ void limbo_free(struct fs *fs);
 int node_set_value(struct fs *fs, struct node *n, const char *value,
 		   size_t len);
 void lru_unlink(struct fs *fs, struct node *n);
+/* @n's rare part, made if needed; NULL when out of memory. */
+struct node_rare *node_rare(struct node *n);
+/* The key a temp file took over from an editor's rename, or NULL. */
+static inline const char *node_ghost(const struct node *n)
+{
+	return n->rare ? n->rare->ghost_key : NULL;
+}
 void lru_link(struct fs *fs, struct node *n);
 void node_touch(struct fs *fs, struct node *n);
 int tree_put(struct fs *fs, const struct store_kv *kv,

@@ -125,7 +125,8 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 		if (copy) {
 			memcpy(copy, name, len);
 			copy[len] = '\0';
-			free(n->name);
+			if (n->name != n->name_buf)
+				free(n->name);
 			n->name = copy;
 			n->name_len = len;
 		}
@@ -167,10 +168,13 @@ void tree_detach(struct fs *fs, struct node *n)
 static void node_free(struct fs *fs, struct node *n)
 {
 	lru_unlink(fs, n);
-	free(n->name);
+	if (n->rare)
+		free(n->rare->ghost_key);
+	free(n->rare);
+	if (n->name != n->name_buf)
+		free(n->name);
 	free(n->key);
 	free(n->value);
-	free(n->ghost_key);
 	free(n);
 }
 
@@ -231,15 +235,12 @@ static void node_remove(struct fs *fs, struct node *n)
 struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
 			   size_t len, enum node_type type)
 {
-	struct node *n = calloc(1, sizeof(*n));
+	/* the name in the same allocation: one malloc less per key */
+	struct node *n = calloc(1, sizeof(*n) + len + 1);
 
 	if (!n)
 		return NULL;
-	n->name = malloc(len + 1);
-	if (!n->name) {
-		free(n);
-		return NULL;
-	}
+	n->name = n->name_buf;
 	memcpy(n->name, name, len);
 	n->name[len] = '\0';
 	n->name_len = len;
@@ -248,6 +249,13 @@ struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
 	fs_now(&n->mtime);
 	tree_attach(fs, n, dir, n->name, len);
 	return n;
+}
+
+struct node_rare *node_rare(struct node *n)
+{
+	if (!n->rare)
+		n->rare = calloc(1, sizeof(*n->rare));
+	return n->rare;
 }
 
 void lru_unlink(struct fs *fs, struct node *n)
