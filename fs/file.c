@@ -457,6 +457,7 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 
 static void handle_free(struct fs *fs, struct handle *h)
 {
+	struct inval_list inv = { 0 };
 	struct node *n = h->node;
 
 	pthread_mutex_lock(&fs->lock);
@@ -476,17 +477,20 @@ static void handle_free(struct fs *fs, struct handle *h)
 			}
 		}
 	}
-	/* a new file whose creation could not be saved does not exist */
+	/*
+	 * A new file whose creation could not be saved does not exist: the
+	 * kernel, which has its name from the create, forgets it too.
+	 */
 	if (n->pending && n->refs == 1 && !n->removed && n->parent) {
-		struct inval_list inv = { 0 };
 		struct node *dir = n->parent;
 
+		inval_add(&inv, true, node_id(fs, dir), n->name, n->name_len);
 		node_drop(fs, n);
 		tree_keep(fs, dir);
-		inval_release(&inv);
 	}
 	node_unref(fs, n);
 	pthread_mutex_unlock(&fs->lock);
+	fs_send_invals(fs, &inv);
 	pthread_mutex_destroy(&h->lock);
 	free(h->buf);
 	free(h);

@@ -351,15 +351,29 @@ static void relist(struct fs *fs)
 	struct store_watch *old = fs->watch;
 	struct node **stale = NULL;
 	size_t nstale = 0, i;
+	unsigned tries;
 	uint64_t gen;
 	int64_t rev;
 
-	while (store_list(fs->store, "", 0, 0, &l, &err)) {
-		log_store_error("cannot list again after compaction", &err);
+	for (tries = 0;; tries++) {
+		if (store_list(fs->store, "", 0, 0, &l, &err)) {
+			log_store_error("cannot list again after compaction",
+					&err);
+			store_list_release(&l);
+			sleep(1);
+			continue;
+		}
+		pthread_mutex_lock(&fs->lock);
+		/*
+		 * The mount's own writes may be newer than the listing (one
+		 * read from a member behind, or a write that completed
+		 * meanwhile): a key it deleted would come back.  List again.
+		 */
+		if (l.revision >= fs->revision || tries >= 5)
+			break;
+		pthread_mutex_unlock(&fs->lock);
 		store_list_release(&l);
-		sleep(1);
 	}
-	pthread_mutex_lock(&fs->lock);
 	gen = ++fs->gen;
 	for (i = 0; i < l.n; i++) {
 		struct node *n = tree_find_key(fs, l.kvs[i].key,
@@ -941,6 +955,10 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 	if (kind == NAMES_INVALID || kind == NAMES_PART ||
 	    (kind == NAMES_VALUE_OF && (type == NODE_DIR || dir == fs->root)))
 		return -EINVAL;
+	/* v2 has directory nodes: a key cannot be a directory's prefix too */
+	if (kind == NAMES_VALUE_OF &&
+	    strcmp(store_backend_name(fs->store), "etcd2") == 0)
+		return -EINVAL;
 	dpath = node_path(fs, dir, &dlen);
 	if (!dpath)
 		return -ENOMEM;
@@ -983,10 +1001,11 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 /*
  * A backend with directories (etcd v2) makes or removes @n's in etcd too;
  * the others (v3) have none, and the directory lives in the mount.
- * fs->lock held, and dropped for the request.  False if it failed, and is
- * logged; a directory already there, or already gone, is no failure.
+ * fs->lock held, and dropped for the request.  0, or the errno (logged);
+ * a directory already there, or already gone, is no failure, but one that
+ * still holds keys cannot be removed (ENOTEMPTY).
  */
-static bool dir_op(struct fs *fs, struct node *n, bool make)
+static int dir_op(struct fs *fs, struct node *n, bool make)
 {
 	struct store_error serr = { 0 };
 	size_t len = n->key_len ? n->key_len - 1 : 0;
@@ -994,7 +1013,7 @@ static bool dir_op(struct fs *fs, struct node *n, bool make)
 	int ret;
 
 	if (!key)
-		return false;
+		return ENOMEM;
 	memcpy(key, n->key, len);
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
@@ -1003,13 +1022,15 @@ static bool dir_op(struct fs *fs, struct node *n, bool make)
 	pthread_mutex_lock(&fs->lock);
 	n->refs--;
 	free(key);
+	if (!make && ret == STORE_EEXISTS)
+		return ENOTEMPTY;	/* keys below it that we do not know */
 	if (ret == STORE_ENOTSUP || ret == STORE_EEXISTS ||
 	    ret == STORE_ENOTFOUND)
-		ret = 0;
+		return 0;
 	if (ret)
 		log_store_error(make ? "cannot make directory" :
 				"cannot remove directory", &serr);
-	return ret == 0;
+	return ret ? fs_errno(ret) : 0;
 }
 
 static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1048,9 +1069,12 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	n->key_len = key_len;
 	/* a directory the echo makes holds a key in a moment */
 	n->local = !echo;
-	if (!echo && !dir_op(fs, n, true)) {
+	err = echo ? 0 : dir_op(fs, n, true);
+	if (err) {
+		if (!n->removed)
+			node_drop(fs, n);
 		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, EIO);
+		fuse_reply_err(req, err);
 		return;
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -1090,9 +1114,11 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
-	if (!echo)
-		dir_op(fs, n, false);
-	node_drop(fs, n);
+	err = echo ? 0 : dir_op(fs, n, false);
+	if (err)
+		goto out;
+	if (!n->removed)
+		node_drop(fs, n);
 	if (!echo)
 		tree_keep(fs, dir);
 out:

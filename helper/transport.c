@@ -71,6 +71,9 @@ struct transport;
 struct tr_handle {
 	struct transport *t;
 	CURL *curl;
+	CURL *stream;			/* the last stream's, kept with its
+					 * connection for the next (a v2
+					 * watch is one request an event) */
 	struct tr_handle *prev, *next;	/* protected by t->lock */
 	char *endpoint;			/* this thread's copy, see
 					 * transport_endpoint() */
@@ -204,6 +207,8 @@ static void tr_handle_free(struct tr_handle *h)
 {
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
+	if (h->stream)
+		curl_easy_cleanup(h->stream);
 	free(h->endpoint);
 	free(h);
 }
@@ -1194,13 +1199,17 @@ int transport_stream(struct transport *t, const char *method,
 	int rc = 0, attempt;
 
 	*status = 0;
-	/* The thread's handle lends its endpoint copy (for messages) and
-	 * token renewal; the stream itself gets a handle of its own. */
+	/*
+	 * The thread's handle lends its endpoint copy (for messages) and
+	 * token renewal; the stream itself gets a handle of its own, the
+	 * one the thread's last stream left if it ended well.
+	 */
 	h = tr_handle_get(t);
 	if (!h)
 		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
 				  "cannot make a curl handle");
-	x.curl = curl_easy_init();
+	x.curl = h->stream ? h->stream : curl_easy_init();
+	h->stream = NULL;
 	if (!x.curl)
 		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
 				  "cannot make a curl handle");
@@ -1252,6 +1261,11 @@ int transport_stream(struct transport *t, const char *method,
 	}
 	transport_reply_release(&reply);
 	free(x.url);
-	curl_easy_cleanup(x.curl);
+	/* a stream cut short may leave its connection in any state */
+	if (rc == 0 && !x.stopped && !x.fn_ended && x.status >= 200 &&
+	    x.status < 300)
+		h->stream = x.curl;
+	else
+		curl_easy_cleanup(x.curl);
 	return rc;
 }
