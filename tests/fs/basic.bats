@@ -59,7 +59,7 @@ teardown()
 @test "stat gives exact sizes" {
 	local n f
 	for n in 0 1 4095 4096 4097 100000; do
-		head -c "$n" /dev/urandom | kv_put "/size/$n"
+		fs_random "$n" | kv_put "/size/$n"
 	done
 	printf 'h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c\n' | kv_put /size/utf8
 
@@ -71,16 +71,50 @@ teardown()
 }
 
 @test "cat gives the exact bytes of the value" {
-	printf 'line 1\n\0\xff\xfe binary\r\nno newline at end' | kv_put /bin
-	head -c 300000 /dev/urandom >"$BATS_TEST_TMPDIR/big"
+	local bin
+	if fs_v2; then
+		# v2 values are UTF-8 text (NUL and CR are text)
+		bin='line 1\n\0\xc3\xa9 text\r\nno newline at end'
+	else
+		bin='line 1\n\0\xff\xfe binary\r\nno newline at end'
+	fi
+	printf "$bin" | kv_put /bin
+	fs_random 300000 >"$BATS_TEST_TMPDIR/big"
 	kv_put /big <"$BATS_TEST_TMPDIR/big"
 
 	[ "$(hex <"$MNT/bin")" = "$(kv_get /bin | hex)" ]
-	[ "$(hex <"$MNT/bin")" = "$(printf 'line 1\n\0\xff\xfe binary\r\nno newline at end' | hex)" ]
+	[ "$(hex <"$MNT/bin")" = "$(printf "$bin" | hex)" ]
 	cmp "$MNT/big" "$BATS_TEST_TMPDIR/big"
 }
 
-@test "mkdir makes an empty directory that lives only in the mount" {
+@test "a value that is not UTF-8: stored as it is on v3, ENOTSUP on v2" {
+	local rev
+	kv_put /k old
+	rev=$(kv_rev)
+
+	run fs_try 'with open(args[0], "wb") as f: f.write(b"\xff\xfe")' "$MNT/k"
+	echo "$output"
+	if fs_v2; then
+		# etcd v2 would send it back with U+FFFD for each bad byte
+		[ "$output" = ENOTSUP ]
+		[ "$(kv_get /k)" = old ]
+		[ "$(cat "$MNT/k")" = old ]
+		run fs_try 'with open(args[0], "wb") as f: f.write(b"\xc3")' \
+			"$MNT/new"
+		echo "$output"
+		[ "$output" = ENOTSUP ]
+		kv_absent /new
+		[ ! -e "$MNT/new" ]
+		[ "$(kv_rev)" -eq "$rev" ]
+	else
+		[ "$output" = OK ]
+		[ "$(kv_get /k | hex)" = fffe ]
+		[ "$(hex <"$MNT/k")" = fffe ]
+		[ "$(kv_rev)" -eq $((rev + 1)) ]
+	fi
+}
+
+@test "mkdir makes an empty directory: in the mount on v3, a directory node on v2" {
 	local rev
 	kv_put /other x
 	rev=$(kv_rev)
@@ -93,12 +127,22 @@ teardown()
 	run ls -A "$MNT/empty"
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
-	[ "$(kv_rev)" -eq "$rev" ]
 	[ "$(kv_keys)" = /other ]
+	if fs_v2; then
+		[ "$(kv_rev)" -eq $((rev + 1)) ]
+		[ "$(kv_history "$rev")" = "MKDIR /empty" ]
+	else
+		[ "$(kv_rev)" -eq "$rev" ]
+	fi
 
+	rev=$(kv_rev)
 	rmdir "$MNT/empty"
 	[ ! -e "$MNT/empty" ]
-	[ "$(kv_rev)" -eq "$rev" ]
+	if fs_v2; then
+		[ "$(kv_history "$rev")" = "RMDIR /empty" ]
+	else
+		[ "$(kv_rev)" -eq "$rev" ]
+	fi
 }
 
 @test "a file written in a new directory makes its key" {
@@ -457,7 +501,8 @@ EOF
 	kv_put /app/d/b 2
 	kv_put /apple x
 	kv_put /other/y y
-	kv_put app z
+	# v2 keys all start with '/'
+	fs_v2 || kv_put app z
 	fs_unmount
 	fs_mount prefix=/app/
 
@@ -478,7 +523,11 @@ EOF
 	[ "$(kv_get /app/sub/f)" = deep ]
 	rm "$MNT/a"
 	kv_absent /app/a
-	[ "$(kv_keys)" = "$(printf '/app/d/b\n/app/new\n/app/sub/f\n/apple\n/other/y\napp')" ]
+	if fs_v2; then
+		[ "$(kv_keys)" = "$(printf '/app/d/b\n/app/new\n/app/sub/f\n/apple\n/other/y')" ]
+	else
+		[ "$(kv_keys)" = "$(printf '/app/d/b\n/app/new\n/app/sub/f\n/apple\n/other/y\napp')" ]
+	fi
 	[ "$(kv_get /apple)" = x ]
 }
 

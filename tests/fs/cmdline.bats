@@ -16,6 +16,11 @@
 #
 # It does not test what the options do to files (ro, uid, umask: see
 # basic.bats), only that they are taken, refused or passed on.
+#
+# With ETCDFS_API=v2 every etcd runs with --enable-v2=true, every etcdfs
+# gets -o api=v2 first, keys are written over /v2/keys, and the login test
+# turns on v2 auth (basic auth; the guest role loses its rights) instead
+# of v3's.
 
 bats_require_minimum_version 1.5.0
 
@@ -32,6 +37,21 @@ ETCDFS_OPTIONS=(endpoints prefix api cacert cert key user password_file ro
 	quorum nowatch connect_timeout request_timeout entry_timeout
 	attr_timeout uid gid umask notemp chmod_ok)
 
+# The backend: ETCDFS_API, v3 unless told.  API_ARGS go before the
+# options of every etcdfs the tests start, ETCD_ARGS to every etcd.
+FS_API=${ETCDFS_API:-v3}
+case $FS_API in
+v3)	API_ARGS=() ETCD_ARGS=() ;;
+v2)	API_ARGS=(-o api=v2) ETCD_ARGS=(--enable-v2=true) ;;
+*)	echo "ETCDFS_API must be v3 or v2 (got '$FS_API')" >&2
+	exit 1 ;;
+esac
+
+fs_v2()
+{
+	[[ $FS_API == v2 ]]
+}
+
 setup_file()
 {
 	if [[ -z ${ETCDFS:-} || ! -x $ETCDFS ]]; then
@@ -39,7 +59,7 @@ setup_file()
 		return 1
 	fi
 	SHARED_ETCD=$BATS_FILE_TMPDIR/etcd
-	ETCD_ENDPOINT=$(etcd_start "$SHARED_ETCD") || return 1
+	ETCD_ENDPOINT=$(etcd_start "$SHARED_ETCD" "${ETCD_ARGS[@]}") || return 1
 	export SHARED_ETCD ETCD_ENDPOINT
 }
 
@@ -172,7 +192,8 @@ signal.signal(signal.SIGHUP, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])')
 	fi
 	# fd 3 is bats' own: a daemon holding it would hang bats
-	"${pre[@]}" "$ETCDFS" -f "$@" "$MNT" </dev/null >"$LOG" 2>&1 3>&- &
+	"${pre[@]}" "$ETCDFS" -f "${API_ARGS[@]}" "$@" "$MNT" </dev/null \
+		>"$LOG" 2>&1 3>&- &
 	DAEMON_PID=$!
 	start=$SECONDS
 	while ! is_mounted "$MNT"; do
@@ -230,7 +251,7 @@ expect_failure()
 
 	shift
 	# fd 3 is bats' own: a daemon forked by mistake must not hold it
-	run --separate-stderr timeout 10 "$ETCDFS" "$@" 3>&-
+	run --separate-stderr timeout 10 "$ETCDFS" "${API_ARGS[@]}" "$@" 3>&-
 	echo "etcdfs $*"
 	echo "status: $status"
 	echo "stdout: $output"
@@ -245,7 +266,48 @@ expect_failure()
 
 put()
 {
-	etcd_ctl "$SHARED_ETCD" put -- "$1" "$2" >/dev/null
+	own_put "$SHARED_ETCD" "$1" "$2"
+}
+
+# own_put DIR KEY VALUE: puts to the etcd of DIR (with its client
+# certificate if it has TLS, as root if AUTH names root's password).
+own_put()
+{
+	local ep
+	local -a tls=() auth=()
+
+	if ! fs_v2; then
+		etcd_ctl "$1" ${AUTH:+--user=root:$AUTH} put -- "$2" "$3" >/dev/null
+		return
+	fi
+	ep=$(etcd_endpoint "$1") || return 1
+	if [[ -s $1/certs ]]; then
+		local certs
+		certs=$(cat "$1/certs")
+		tls=(--cacert "$certs/ca.pem" --cert "$certs/client.pem"
+		     --key "$certs/client-key.pem")
+	fi
+	[[ -z ${AUTH:-} ]] || auth=(-u "root:$AUTH")
+	curl -sSf --max-time 20 "${tls[@]}" "${auth[@]}" -X PUT \
+		--data-urlencode "value=$3" "$ep/v2/keys$2" >/dev/null
+}
+
+# own_get DIR KEY: the value of KEY in the etcd of DIR.
+own_get()
+{
+	local ep certs
+
+	if ! fs_v2; then
+		etcd_ctl "$1" get --print-value-only "$2"
+		return
+	fi
+	ep=$(etcd_endpoint "$1") || return 1
+	certs=$(cat "$1/certs")
+	curl -sSf --max-time 20 --cacert "$certs/ca.pem" \
+		--cert "$certs/client.pem" --key "$certs/client-key.pem" \
+		"$ep/v2/keys$2" | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["node"]["value"])'
 }
 
 @test "--help lists every option and exits 0" {
@@ -475,7 +537,7 @@ time.sleep(600)
 	local pid i
 
 	put "$P/k" v
-	run --separate-stderr timeout 20 "$ETCDFS" \
+	run --separate-stderr timeout 20 "$ETCDFS" "${API_ARGS[@]}" \
 		-o "endpoints=$ETCD_ENDPOINT,prefix=$P" "$MNT" 3>&-
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
@@ -548,7 +610,8 @@ time.sleep(600)
 @test "prefix= without a trailing '/' is a directory; empty is every key" {
 	put "$P/a" 1
 	put "${P}x/b" 2	# shares the bytes of the prefix, not the directory
-	put "nolead-$BATS_TEST_NUMBER" 3
+	# v2 keys all start with '/'
+	fs_v2 || put "nolead-$BATS_TEST_NUMBER" 3
 
 	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P"
 	[ "$(ls "$MNT")" = a ]
@@ -566,7 +629,7 @@ time.sleep(600)
 	# prefix= (empty): the whole key space; the empty segment before the
 	# leading '/' is the directory "%"
 	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix="
-	[ "$(cat "$MNT/nolead-$BATS_TEST_NUMBER")" = 3 ]
+	fs_v2 || [ "$(cat "$MNT/nolead-$BATS_TEST_NUMBER")" = 3 ]
 	[ "$(cat "$MNT/%/$P/a")" = 1 ]
 	kill -TERM "$DAEMON_PID"
 	wait_daemon
@@ -577,12 +640,21 @@ time.sleep(600)
 	local ep pf=$BATS_TEST_TMPDIR/password
 
 	OWN_ETCD=$BATS_TEST_TMPDIR/etcd-auth
-	ep=$(etcd_start "$OWN_ETCD")
-	etcd_ctl "$OWN_ETCD" user add root --new-user-password=s3cret >/dev/null
-	etcd_ctl "$OWN_ETCD" role add root >/dev/null 2>&1 || true
-	etcd_ctl "$OWN_ETCD" user grant-role root root >/dev/null
-	etcd_ctl "$OWN_ETCD" auth enable >/dev/null
-	etcd_ctl "$OWN_ETCD" --user=root:s3cret put /secret/k v >/dev/null
+	ep=$(etcd_start "$OWN_ETCD" "${ETCD_ARGS[@]}")
+	if fs_v2; then
+		# v2 auth: root, and a guest role that may do nothing
+		ETCDCTL_API=2 etcdctl --endpoints="$ep" user add root:s3cret \
+			>/dev/null
+		ETCDCTL_API=2 etcdctl --endpoints="$ep" auth enable >/dev/null
+		ETCDCTL_API=2 etcdctl --endpoints="$ep" --username=root:s3cret \
+			role revoke guest --path='/*' --readwrite >/dev/null
+	else
+		etcd_ctl "$OWN_ETCD" user add root --new-user-password=s3cret >/dev/null
+		etcd_ctl "$OWN_ETCD" role add root >/dev/null 2>&1 || true
+		etcd_ctl "$OWN_ETCD" user grant-role root root >/dev/null
+		etcd_ctl "$OWN_ETCD" auth enable >/dev/null
+	fi
+	AUTH=s3cret own_put "$OWN_ETCD" /secret/k v
 
 	printf 'wrong\n' >"$pf"
 	expect_failure "^etcdfs: cannot log in to '$ep' as 'root': .+" \
@@ -616,8 +688,8 @@ time.sleep(600)
 
 	etcd_certs "$certs"
 	OWN_ETCD=$BATS_TEST_TMPDIR/etcd-tls
-	ep=$(etcd_start_tls "$OWN_ETCD" "$certs")
-	etcd_ctl "$OWN_ETCD" put /tls/k v >/dev/null
+	ep=$(etcd_start_tls "$OWN_ETCD" "$certs" "${ETCD_ARGS[@]}")
+	own_put "$OWN_ETCD" /tls/k v
 
 	cd "$certs"
 	# a CA that did not sign the server's certificate
@@ -629,7 +701,7 @@ time.sleep(600)
 		-o "endpoints=$ep,cacert=ca.pem" "$MNT"
 
 	# relative to where etcdfs started, even after the daemon's chdir("/")
-	run --separate-stderr timeout 20 "$ETCDFS" -o \
+	run --separate-stderr timeout 20 "$ETCDFS" "${API_ARGS[@]}" -o \
 		"endpoints=$ep,cacert=ca.pem,cert=client.pem,key=client-key.pem,prefix=/tls" \
 		"$MNT" 3>&-
 	cd "$BATS_TEST_TMPDIR"
@@ -649,9 +721,9 @@ time.sleep(600)
 		wait "$w"
 	done
 	for i in 1 2 3 4 5 6; do
-		[ "$(etcd_ctl "$OWN_ETCD" get --print-value-only /tls/w$i)" = "w$i" ]
+		[ "$(own_get "$OWN_ETCD" /tls/w$i)" = "w$i" ]
 	done
-	etcd_ctl "$OWN_ETCD" put /tls/remote r >/dev/null
+	own_put "$OWN_ETCD" /tls/remote r
 	for ((i = 0; i < 200; i++)); do
 		[[ $(cat "$MNT/remote" 2>/dev/null) == r ]] && break
 		sleep 0.05

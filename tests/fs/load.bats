@@ -92,28 +92,13 @@ reader()
 # number of puts made in $T/puts.
 remote_puts()
 {
-	python3 - "$ETCD_ENDPOINT" "$FS_API" "$1" "$T/puts" <<'EOF'
-import base64, http.client, json, sys, threading, time, urllib.parse
+	python3 -c "$FS_PUT_PY
+$(cat <<'EOF'
+import threading, time
 u = urllib.parse.urlparse(sys.argv[1])
 api, end, out = sys.argv[2], int(sys.argv[3]), sys.argv[4]
-b64 = lambda s: base64.b64encode(s.encode()).decode()
 lock = threading.Lock()
 start, state, errors = time.time(), {"next": 0, "done": 0}, []
-
-def put(c, i):
-    key, value = "/r/k%d" % (i % 100), "r%d" % i
-    if api == "v2":
-        c.request("PUT", "/v2/keys" + key,
-                  urllib.parse.urlencode({"value": value}),
-                  {"Content-Type": "application/x-www-form-urlencoded"})
-    else:
-        c.request("POST", "/v3/kv/put",
-                  json.dumps({"key": b64(key), "value": b64(value)}),
-                  {"Content-Type": "application/json"})
-    r = c.getresponse()
-    r.read()
-    if r.status not in (200, 201):
-        raise RuntimeError("put %d: HTTP %d" % (i, r.status))
 
 def worker():
     c = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
@@ -124,10 +109,11 @@ def worker():
         at = start + i / 200.0
         if at >= end:
             return
-        if at > time.time():
-            time.sleep(at - time.time())
+        delay = at - time.time()
+        if delay > 0:
+            time.sleep(delay)
         try:
-            put(c, i)
+            put(c, api, "/r/k%d" % (i % 100), "r%d" % i)
         except Exception as e:
             errors.append(str(e))
             return
@@ -144,6 +130,18 @@ if errors:
 with open(out, "w") as f:
     f.write("%d\n" % state["done"])
 EOF
+)" "$ETCD_ENDPOINT" "$FS_API" "$1" "$T/puts"
+}
+
+# remote_closes: the CLOSE_WRITE events of the remote puts' files so far
+remote_closes()
+{
+	grep -c "^CLOSE_WRITE,CLOSE $MNT/r/" "$EVENTS" || true
+}
+
+remote_closes_reach()
+{
+	(($(remote_closes) >= $1))
 }
 
 @test "a minute of 4 writers, 4 readers, 200 remote puts a second and inotifywait: no hang, no torn read, no lost event" {
@@ -205,11 +203,21 @@ EOF
 		writes=$(cat "$T/writes.$j")
 		[ "$(kv_get "/w/$j/f$((writes % 5))")" = "w $j $writes" ]
 	done
-	# every remote put gave its CLOSE_WRITE, and only one
-	wait_for 30 test "$(grep -c "^CLOSE_WRITE,CLOSE $MNT/r/" "$EVENTS")" \
-		-ge "$puts"
-	[ "$(grep -c "^CLOSE_WRITE,CLOSE $MNT/r/" "$EVENTS")" -eq "$puts" ]
-	[ "$(grep -c "^CREATE $MNT/r/" "$EVENTS")" -eq 99 ]
+	if fs_v2 && grep -q 'watch: .*compacted' "$FS_LOG"; then
+		# v2 keeps its last 1,000 events: a watch that fell that far
+		# behind lists again and gives one set of events per key
+		# changed meanwhile (README, etcd v2), not one per put
+		echo "the v2 watch fell behind and listed again" >&2
+		for ((k = 1; k < 100; k++)); do
+			has_event CREATE "r/k$k"
+			has_event CLOSE_WRITE,CLOSE "r/k$k"
+		done
+	else
+		# every remote put gave its CLOSE_WRITE, and only one
+		wait_for 30 remote_closes_reach "$puts"
+		[ "$(remote_closes)" -eq "$puts" ]
+		[ "$(grep -c "^CREATE $MNT/r/" "$EVENTS")" -eq 99 ]
+	fi
 	# the writers' own writes: one CLOSE_WRITE per write, none echoed
 	[ "$(grep -c "^CLOSE_WRITE,CLOSE $MNT/w/" "$EVENTS")" -eq \
 	  "$(sum "$T"/writes.*)" ]
