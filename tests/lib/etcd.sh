@@ -2,7 +2,7 @@
 #
 # tests/lib/etcd.sh - private etcd servers for the tests, on loopback
 #
-# Starts Debian's etcd (3.4) on 127.0.0.1 with free client and peer ports
+# Starts Debian's etcd (3.4, or 3.5 with ETCDFS_ETCD_VERSION=3.5) on 127.0.0.1 with free client and peer ports
 # and a data dir of its own, waits until it answers, and stops it by the pid
 # it recorded.  Also makes the certificates a TLS test needs.  It cannot
 # start a multi-member cluster, and it never kills anything by name.
@@ -58,7 +58,35 @@
 #   etcd_endpoint DIR
 #       Prints the endpoint recorded in DIR/endpoint.
 
-# The etcd and etcdctl binaries; tests may point these elsewhere.
+# The etcd and etcdctl binaries; tests may point these elsewhere
+# (ETCD_BIN, ETCDCTL_BIN).  With ETCDFS_ETCD_VERSION=3.5 they default to
+# Debian 13's etcd 3.5, fetched into the tests' cache by
+# tests/lib/fetch-etcd35.sh (never installed), and its directory goes first
+# in PATH, so that a bare etcdctl is the same version; any other value but
+# 3.4 (Debian 12's, the default) is an error.  etcd reads every ETCD_*
+# variable of its environment as an option, so the two are not passed on.
+case ${ETCDFS_ETCD_VERSION:-3.4} in
+3.4) ;;
+3.5)
+	if _etcd35_bin=$("$(dirname "${BASH_SOURCE[0]}")/fetch-etcd35.sh"); then
+		ETCD_BIN=${ETCD_BIN:-$_etcd35_bin/etcd}
+		ETCDCTL_BIN=${ETCDCTL_BIN:-$_etcd35_bin/etcdctl}
+		case :$PATH: in
+		*:"$_etcd35_bin":*) ;;
+		*) export PATH=$_etcd35_bin:$PATH ;;
+		esac
+	else
+		echo "etcd.sh: cannot fetch etcd 3.5" >&2
+		ETCD_BIN=${ETCD_BIN:-/nonexistent/etcd-3.5}
+	fi
+	unset _etcd35_bin
+	;;
+*)
+	echo "etcd.sh: unknown ETCDFS_ETCD_VERSION" \
+		"'$ETCDFS_ETCD_VERSION' (3.4 or 3.5)" >&2
+	ETCD_BIN=/nonexistent/etcd-$ETCDFS_ETCD_VERSION
+	;;
+esac
 ETCD_BIN=${ETCD_BIN:-etcd}
 ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
 
@@ -217,7 +245,7 @@ _etcd_launch()
 		rm -rf "$dir/data"
 		# where this attempt's lines start in the log
 		logstart=$(($(stat -c %s "$dir/etcd.log" 2>/dev/null || echo 0) + 1))
-		"$ETCD_BIN" --name=test --data-dir="$dir/data" \
+		env -u ETCD_BIN -u ETCDCTL_BIN "$ETCD_BIN" --name=test --data-dir="$dir/data" \
 			--listen-client-urls="$ep" \
 			--advertise-client-urls="$ep" \
 			--listen-peer-urls="http://127.0.0.1:$pport" \
