@@ -122,6 +122,7 @@ static const char *const store_names[STORE_ERR_COUNT] = {
 	[-STORE_EINTERNAL] = "internal error",
 	[-STORE_EINVAL] = "invalid argument",
 	[-STORE_ENOTSUP] = "not supported",
+	[-STORE_ENOSPC] = "no space",
 };
 
 static const char *const store_descriptions[STORE_ERR_COUNT] = {
@@ -140,6 +141,7 @@ static const char *const store_descriptions[STORE_ERR_COUNT] = {
 	[-STORE_EINTERNAL] = "internal error",
 	[-STORE_EINVAL] = "invalid argument",
 	[-STORE_ENOTSUP] = "not supported",
+	[-STORE_ENOSPC] = "the cluster is out of space",
 };
 
 const char *store_strerror(int err)

@@ -40,9 +40,10 @@ enum store_err {
 	STORE_EINTERNAL = -12,		/* out of memory, or a bug */
 	STORE_EINVAL = -13,		/* a bad argument or configuration */
 	STORE_ENOTSUP = -14,		/* the backend cannot do this */
+	STORE_ENOSPC = -15,		/* the cluster is out of space (its quota) */
 };
 
-#define STORE_ERR_COUNT 15
+#define STORE_ERR_COUNT 16
 
 /* Returns a static, lower-case description of @err ("key not found"). */
 const char *store_strerror(int err);
