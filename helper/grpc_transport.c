@@ -1,0 +1,1318 @@
+/*
+ * grpc_transport.c - gRPC over HTTP/2 on one libcurl multi handle
+ * (grpc_transport.h)
+ *
+ * Why one thread and a multi handle: libcurl multiplexes HTTP/2 streams
+ * only among the transfers of one multi handle.  Easy handles in threads
+ * of their own that share connections through a CURLSH do not multiplex
+ * (measured with Debian 12's curl 7.88.1: eight threads sharing one h2c
+ * connection that way hung within seconds, holding 16 connections).  So
+ * callers hand their transfers to the transport's thread, which adds
+ * them to its multi handle and signals each caller when its transfer is
+ * done; callbacks run on that thread and only copy bytes.
+ *
+ * Debian 12's curl 7.88.1 also fails every reuse of a connection made
+ * with CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE ("Error in the HTTP2 framing
+ * layer": it sets up HTTP/2 a second time on the reused connection; curl
+ * issue 10634, fixed after 7.88.1), and such a reuse breaks the
+ * connection for every stream on it.  So for an h2c endpoint one transfer
+ * at a time, the pioneer, opens a fresh connection with prior knowledge;
+ * the others wait for its response headers, then go out as
+ * CURL_HTTP_VERSION_2_0 with PIPEWAIT and multiplex on that connection.
+ * If none is left by then (the server closed it), curl opens an HTTP/1.1
+ * connection with an h2c upgrade, which etcd does not do: its HTTP/1
+ * handler answers 404, nothing of the call is applied, and the call goes
+ * out again as a pioneer.
+ *
+ * "Not sent": the request's message is given to curl by a read callback,
+ * which records the first byte it hands over; a call that failed before
+ * that cannot have been applied (gRPC needs the whole message), and is
+ * tried on the next endpoint.  Once a byte went out, curl must not send
+ * the message again on its own (it would after a dead reused connection
+ * or a refused stream): the seek callback refuses to rewind, so such a
+ * call fails and is reported as "sent, outcome unknown".
+ *
+ * Lock order: t->auth_lock, then t->lock.  t->lock guards the lists
+ * handed to the thread, each transfer's queues and flags, the endpoint
+ * list and the h2c states; it is never held while calling libcurl.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "etcd3_pb.h"
+#include "grpc_frame.h"
+#include "grpc_transport.h"
+#include "store_i.h"
+
+#define GT_DEFAULT_CONNECT_MS	2000L
+#define GT_DEFAULT_REQUEST_MS	5000L
+#define GT_DEFAULT_MAX_MSG	((size_t)256 << 20)
+/* A stream's replies waiting for their reader, before HTTP/2 holds back. */
+#define GT_RECV_QUEUE_MAX	((size_t)8 << 20)
+#define GT_USER_AGENT		"etcdfs-grpc"
+/* "token: " and a token of at most 4096 bytes (etcd3_pb.c) */
+#define GT_HEADER_MAX		4200
+
+enum gt_h2 {
+	GT_H2_NONE,		/* no h2c connection known: next is a pioneer */
+	GT_H2_PIONEER,		/* one transfer is making the connection */
+	GT_H2_READY,		/* one is up: multiplex on it */
+};
+
+struct gt_msg {
+	struct gt_msg *next;
+	size_t len;
+	uint8_t data[];
+};
+
+struct gt_xfer {
+	struct grpc_transport *t;
+	CURL *easy;
+	struct curl_slist *headers;
+	char url[1024];
+	size_t ep_idx;
+	uint64_t ep_gen;
+	bool pioneer;		/* h2c prior knowledge on a fresh connection */
+	bool stream;
+
+	/* upload; unary: body[0..len), stream: sendq (under t->lock) */
+	const uint8_t *body;
+	size_t body_len, body_off;
+	uint8_t *sendq;
+	size_t sendq_len, sendq_cap;
+	bool send_paused;	/* under t->lock */
+	bool body_started;	/* a byte of the message was handed to curl */
+
+	/* download (the thread's, until done) */
+	struct grpc_reader rd;
+	struct grpc_status st;
+	int http_major;		/* of the status line; 0 before it */
+	bool too_many;		/* unary: a second message */
+	uint8_t *msg;		/* unary: the message */
+	size_t msg_len;
+	struct gt_msg *rq_head, *rq_tail;	/* stream: under t->lock */
+	size_t rq_bytes;
+	bool recv_paused;	/* under t->lock */
+
+	/* under t->lock */
+	bool unpause;		/* asked of the thread */
+	bool cancel;		/* asked of the thread: stream closed */
+	bool done;
+	CURLcode rc;
+	pthread_cond_t cond;	/* done, or a stream message queued */
+	struct gt_xfer *next;	/* t->pending or t->active */
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct grpc_transport {
+	pthread_mutex_t lock;
+	pthread_cond_t h2_cond;		/* an h2c state changed */
+	char **endpoints;		/* under lock */
+	enum gt_h2 *h2;			/* under lock, one per endpoint */
+	size_t n_endpoints;		/* under lock */
+	size_t current;			/* under lock */
+	uint64_t gen;			/* under lock; bumped by set_endpoints */
+	uint64_t unreachable;		/* atomic */
+	int activity;			/* atomic: a callback moved bytes */
+
+	CURLM *multi;
+	pthread_t thread;
+	bool quit;			/* under lock */
+	struct gt_xfer *pending;	/* under lock: to be added */
+	struct gt_xfer *active;		/* under lock: in the multi */
+
+	pthread_mutex_t auth_lock;
+	char *token;			/* under auth_lock; "": auth off */
+	uint64_t token_gen;		/* under auth_lock */
+
+	/* read-only after grpc_transport_new */
+	char *user, *password, *cacert, *cert, *keyfile;
+	long connect_ms, request_ms;
+	size_t max_msg;
+};
+
+static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
+static CURLcode gt_global_rc;
+
+static void gt_global_init(void)
+{
+	gt_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void grpc_reply_release(struct grpc_reply *r)
+{
+	if (!r)
+		return;
+	free(r->msg);
+	memset(r, 0, sizeof(*r));
+}
+
+static void gt_wipe_free(char *s)
+{
+	if (s) {
+		memset(s, 0, strlen(s));
+		free(s);
+	}
+}
+
+static void gt_free_endpoints(char **eps, size_t n)
+{
+	size_t i;
+
+	for (i = 0; eps && i < n; i++)
+		free(eps[i]);
+	free(eps);
+}
+
+static int gt_copy_endpoints(const char *const *eps, size_t n, char ***out,
+			     enum gt_h2 **h2, struct store_error *err)
+{
+	char **copy;
+	size_t i;
+
+	if (!eps || n == 0)
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0, "no endpoint");
+	for (i = 0; i < n; i++)
+		if (!eps[i] || !eps[i][0] || strlen(eps[i]) > 900)
+			return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+					  "bad endpoint '%.100s'",
+					  eps[i] ? eps[i] : "");
+	copy = calloc(n, sizeof(*copy));
+	*h2 = calloc(n, sizeof(**h2));
+	if (!copy || !*h2)
+		goto nomem;
+	for (i = 0; i < n; i++) {
+		copy[i] = strdup(eps[i]);
+		if (!copy[i])
+			goto nomem;
+	}
+	*out = copy;
+	return 0;
+nomem:
+	gt_free_endpoints(copy, n);
+	free(*h2);
+	*h2 = NULL;
+	return store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
+}
+
+/* ---- the thread ---- */
+
+static void gt_wake(struct grpc_transport *t)
+{
+	curl_multi_wakeup(t->multi);
+}
+
+/* Marks @x done (called by the thread, without t->lock). */
+static void gt_finish(struct grpc_transport *t, struct gt_xfer *x,
+		      CURLcode rc)
+{
+	struct gt_xfer **pp;
+
+	curl_multi_remove_handle(t->multi, x->easy);
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->active; *pp; pp = &(*pp)->next) {
+		if (*pp == x) {
+			*pp = x->next;
+			break;
+		}
+	}
+	x->next = NULL;
+	x->rc = rc;
+	x->done = true;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Adds what callers handed over, and does what they asked of streams. */
+static void gt_take_work(struct grpc_transport *t)
+{
+	struct gt_xfer *add, *x, *next, *unpause[64], *cancel[64];
+	size_t n_un = 0, n_ca = 0, i;
+
+	pthread_mutex_lock(&t->lock);
+	add = t->pending;
+	t->pending = NULL;
+	for (x = t->active; x; x = x->next) {
+		if (x->cancel && n_ca < 64) {
+			x->cancel = false;
+			cancel[n_ca++] = x;
+		} else if (x->unpause && n_un < 64) {
+			x->unpause = false;
+			unpause[n_un++] = x;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+
+	for (x = add; x; x = next) {
+		next = x->next;
+		if (curl_multi_add_handle(t->multi, x->easy) != CURLM_OK) {
+			x->next = NULL;
+			pthread_mutex_lock(&t->lock);
+			x->rc = CURLE_OUT_OF_MEMORY;
+			x->done = true;
+			pthread_cond_broadcast(&x->cond);
+			pthread_mutex_unlock(&t->lock);
+			continue;
+		}
+		pthread_mutex_lock(&t->lock);
+		x->next = t->active;
+		t->active = x;
+		pthread_mutex_unlock(&t->lock);
+	}
+	/* curl_easy_pause() may call the callbacks, which take t->lock */
+	for (i = 0; i < n_un; i++)
+		curl_easy_pause(unpause[i]->easy, CURLPAUSE_CONT);
+	for (i = 0; i < n_ca; i++)
+		gt_finish(t, cancel[i], CURLE_ABORTED_BY_CALLBACK);
+}
+
+static void *gt_main(void *arg)
+{
+	struct grpc_transport *t = arg;
+	struct CURLMsg *m;
+	int running, left;
+	bool quit;
+
+	for (;;) {
+		gt_take_work(t);
+		curl_multi_perform(t->multi, &running);
+		while ((m = curl_multi_info_read(t->multi, &left))) {
+			struct gt_xfer *x = NULL;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
+					  (char **)&x);
+			gt_finish(t, x, m->data.result);
+		}
+		pthread_mutex_lock(&t->lock);
+		quit = t->quit && !t->active && !t->pending;
+		pthread_mutex_unlock(&t->lock);
+		if (quit)
+			break;
+		/*
+		 * After a perform that moved bytes, perform again at once:
+		 * curl 7.88 may hold HTTP/2 data it read (or a window
+		 * update to send) that no socket event will announce.
+		 */
+		if (__atomic_exchange_n(&t->activity, 0, __ATOMIC_ACQ_REL))
+			curl_multi_poll(t->multi, NULL, 0, 0, NULL);
+		else
+			curl_multi_poll(t->multi, NULL, 0, 1000, NULL);
+	}
+	return NULL;
+}
+
+/* ---- callbacks (on the thread) ---- */
+
+/* The h2c state of @x's endpoint becomes @st (if the list is the same). */
+static void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x,
+		      enum gt_h2 st)
+{
+	pthread_mutex_lock(&t->lock);
+	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints) {
+		t->h2[x->ep_idx] = st;
+		pthread_cond_broadcast(&t->h2_cond);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static size_t gt_header(char *data, size_t size, size_t n, void *arg)
+{
+	struct gt_xfer *x = arg;
+	size_t len = size * n;
+
+	if (len > 5 && !memcmp(data, "HTTP/", 5)) {
+		x->http_major = data[5] - '0';
+		if (x->pioneer)
+			gt_h2_set(x->t, x, x->http_major == 2 ? GT_H2_READY :
+				  GT_H2_NONE);
+		return len;
+	}
+	grpc_status_header(&x->st, data, len);
+	return len;
+}
+
+static int gt_on_msg(void *arg, const uint8_t *msg, size_t len)
+{
+	struct gt_xfer *x = arg;
+	struct gt_msg *m;
+
+	if (!x->stream) {
+		if (x->msg || x->too_many) {
+			x->too_many = true;
+			return 1;
+		}
+		x->msg = malloc(len ? len : 1);
+		if (!x->msg)
+			return 1;
+		memcpy(x->msg, msg, len);
+		x->msg_len = len;
+		return 0;
+	}
+	m = malloc(sizeof(*m) + len);
+	if (!m)
+		return 1;
+	m->next = NULL;
+	m->len = len;
+	memcpy(m->data, msg, len);
+	pthread_mutex_lock(&x->t->lock);
+	if (x->rq_tail)
+		x->rq_tail->next = m;
+	else
+		x->rq_head = m;
+	x->rq_tail = m;
+	x->rq_bytes += len;
+	pthread_cond_broadcast(&x->cond);
+	pthread_mutex_unlock(&x->t->lock);
+	return 0;
+}
+
+static size_t gt_write(char *data, size_t size, size_t n, void *arg)
+{
+	struct gt_xfer *x = arg;
+	size_t len = size * n;
+
+	__atomic_store_n(&x->t->activity, 1, __ATOMIC_RELEASE);
+	/* an HTTP/1 or error page is not gRPC: drop it, it says enough */
+	if (!x->st.is_grpc)
+		return len;
+	if (x->stream) {
+		pthread_mutex_lock(&x->t->lock);
+		if (x->rq_bytes >= GT_RECV_QUEUE_MAX) {
+			x->recv_paused = true;
+			pthread_mutex_unlock(&x->t->lock);
+			return CURL_WRITEFUNC_PAUSE;
+		}
+		pthread_mutex_unlock(&x->t->lock);
+	}
+	if (grpc_reader_feed(&x->rd, (const uint8_t *)data, len, gt_on_msg,
+			     x) < 0)
+		return 0;	/* CURLE_WRITE_ERROR; x->rd.err says why */
+	return len;
+}
+
+static size_t gt_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct gt_xfer *x = arg;
+	size_t room = size * n, k;
+
+	__atomic_store_n(&x->t->activity, 1, __ATOMIC_RELEASE);
+	if (!x->stream) {
+		k = x->body_len - x->body_off;
+		if (k > room)
+			k = room;
+		memcpy(buf, x->body + x->body_off, k);
+		x->body_off += k;
+		if (k)
+			__atomic_store_n(&x->body_started, true,
+					 __ATOMIC_RELEASE);
+		return k;
+	}
+	pthread_mutex_lock(&x->t->lock);
+	k = x->sendq_len;
+	if (k == 0) {
+		x->send_paused = true;
+		pthread_mutex_unlock(&x->t->lock);
+		return CURL_READFUNC_PAUSE;
+	}
+	if (k > room)
+		k = room;
+	memcpy(buf, x->sendq, k);
+	memmove(x->sendq, x->sendq + k, x->sendq_len - k);
+	x->sendq_len -= k;
+	pthread_mutex_unlock(&x->t->lock);
+	__atomic_store_n(&x->body_started, true, __ATOMIC_RELEASE);
+	return k;
+}
+
+/* curl rewinds to send again; allowed only while nothing went out. */
+static int gt_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct gt_xfer *x = arg;
+
+	if (__atomic_load_n(&x->body_started, __ATOMIC_ACQUIRE) ||
+	    offset != 0 || origin != SEEK_SET)
+		return CURL_SEEKFUNC_CANTSEEK;
+	x->body_off = 0;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* ---- transfers ---- */
+
+static void gt_xfer_free(struct gt_xfer *x)
+{
+	struct gt_msg *m, *next;
+
+	if (!x)
+		return;
+	if (x->easy)
+		curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->headers);
+	grpc_reader_release(&x->rd);
+	free(x->msg);
+	for (m = x->rq_head; m; m = next) {
+		next = m->next;
+		free(m);
+	}
+	free(x->sendq);
+	pthread_cond_destroy(&x->cond);
+	free(x);
+}
+
+static bool gt_add_header(struct curl_slist **hl, const char *name,
+			  const char *value)
+{
+	char buf[GT_HEADER_MAX];
+	struct curl_slist *tmp;
+
+	snprintf(buf, sizeof(buf), "%s: %s", name, value);
+	tmp = curl_slist_append(*hl, buf);
+	memset(buf, 0, sizeof(buf));	/* it may be the token */
+	if (!tmp)
+		return false;
+	*hl = tmp;
+	return true;
+}
+
+/*
+ * Picks whether @x goes out as the h2c pioneer of its endpoint: waits (at
+ * most a connect timeout) while another transfer is making the
+ * connection.  @force: it was answered over HTTP/1, so no h2c connection
+ * is left.
+ */
+static void gt_choose(struct grpc_transport *t, struct gt_xfer *x, bool force)
+{
+	struct timespec ts;
+
+	x->pioneer = false;
+	if (strncmp(x->url, "http://", 7) != 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += t->connect_ms / 1000 + 1;
+	pthread_mutex_lock(&t->lock);
+	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints) {
+		if (force)
+			t->h2[x->ep_idx] = GT_H2_NONE;
+		while (x->ep_gen == t->gen && t->h2[x->ep_idx] == GT_H2_PIONEER)
+			if (pthread_cond_timedwait(&t->h2_cond, &t->lock,
+						   &ts) == ETIMEDOUT)
+				break;
+		if (x->ep_gen != t->gen || t->h2[x->ep_idx] != GT_H2_READY) {
+			x->pioneer = true;
+			if (x->ep_gen == t->gen)
+				t->h2[x->ep_idx] = GT_H2_PIONEER;
+		}
+	} else {
+		x->pioneer = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * A transfer of @path to @endpoint, with @token (NULL: none); unary with
+ * @body, or a stream (@body NULL, its first frame queued by the caller).
+ */
+static struct gt_xfer *gt_xfer_new(struct grpc_transport *t,
+				   const char *endpoint, size_t idx,
+				   uint64_t gen, const char *path,
+				   const uint8_t *body, size_t len,
+				   const char *token, bool force_pioneer)
+{
+	struct gt_xfer *x = calloc(1, sizeof(*x));
+	char timeout[32];
+	CURL *c;
+
+	if (!x)
+		return NULL;
+	pthread_cond_init(&x->cond, NULL);
+	x->t = t;
+	x->ep_idx = idx;
+	x->ep_gen = gen;
+	x->stream = body == NULL;
+	x->body = body;
+	x->body_len = len;
+	grpc_reader_init(&x->rd, t->max_msg);
+	snprintf(x->url, sizeof(x->url), "%s%s", endpoint, path);
+	x->easy = c = curl_easy_init();
+	if (!c)
+		goto fail;
+	if (!gt_add_header(&x->headers, "content-type", "application/grpc") ||
+	    !gt_add_header(&x->headers, "te", "trailers"))
+		goto fail;
+	if (!x->stream) {
+		grpc_timeout_format(t->request_ms, timeout, sizeof(timeout));
+		if (!gt_add_header(&x->headers, "grpc-timeout", timeout))
+			goto fail;
+	}
+	if (token && token[0] && !gt_add_header(&x->headers, "token", token))
+		goto fail;
+	gt_choose(t, x, force_pioneer);
+
+	curl_easy_setopt(c, CURLOPT_PRIVATE, (char *)x);
+	curl_easy_setopt(c, CURLOPT_URL, x->url);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROXY, "");
+	curl_easy_setopt(c, CURLOPT_USERAGENT, GT_USER_AGENT);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, x->errbuf);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, x->headers);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, x->pioneer ?
+			 (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE :
+			 strncmp(x->url, "https://", 8) == 0 ?
+			 (long)CURL_HTTP_VERSION_2TLS :
+			 (long)CURL_HTTP_VERSION_2_0);
+	if (x->pioneer)
+		curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(c, CURLOPT_MAXAGE_CONN, 86400L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, t->connect_ms);
+	if (!x->stream)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, t->request_ms);
+	/* a watch may be quiet for minutes: keep-alive finds a dead peer */
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 2L);
+	curl_easy_setopt(c, CURLOPT_POST, 1L);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+			 x->stream ? (curl_off_t)-1 : (curl_off_t)len);
+	curl_easy_setopt(c, CURLOPT_READFUNCTION, gt_read);
+	curl_easy_setopt(c, CURLOPT_READDATA, x);
+	curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, gt_seek);
+	curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gt_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, gt_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+	if (t->cacert)
+		curl_easy_setopt(c, CURLOPT_CAINFO, t->cacert);
+	if (t->cert)
+		curl_easy_setopt(c, CURLOPT_SSLCERT, t->cert);
+	if (t->keyfile)
+		curl_easy_setopt(c, CURLOPT_SSLKEY, t->keyfile);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	return x;
+fail:
+	gt_xfer_free(x);
+	return NULL;
+}
+
+static void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
+{
+	pthread_mutex_lock(&t->lock);
+	x->next = t->pending;
+	t->pending = x;
+	pthread_mutex_unlock(&t->lock);
+	gt_wake(t);
+}
+
+static void gt_wait(struct grpc_transport *t, struct gt_xfer *x)
+{
+	pthread_mutex_lock(&t->lock);
+	while (!x->done)
+		pthread_cond_wait(&x->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* A pioneer that ended before its headers leaves no connection behind. */
+static void gt_settle(struct grpc_transport *t, struct gt_xfer *x)
+{
+	if (x->pioneer && x->http_major != 2)
+		gt_h2_set(t, x, GT_H2_NONE);
+}
+
+/* ---- outcomes ---- */
+
+enum gt_outcome {
+	GT_ANSWERED,		/* a gRPC status came */
+	GT_NOT_SENT,		/* try the next endpoint */
+	GT_HTTP1,		/* an HTTP/1 handler answered: again, as pioneer */
+	GT_FAILED,		/* an error, in the return code */
+};
+
+/* curl's description of @x's failure, lower case. */
+static void gt_describe(const struct gt_xfer *x, char *buf, size_t size)
+{
+	const char *s = curl_easy_strerror(x->rc);
+
+	if (x->errbuf[0] && !strstr(x->errbuf, s))
+		snprintf(buf, size, "%s (%s)", s, x->errbuf);
+	else
+		snprintf(buf, size, "%s", x->errbuf[0] ? x->errbuf : s);
+	if (buf[0] >= 'A' && buf[0] <= 'Z' && buf[1] >= 'a' && buf[1] <= 'z')
+		buf[0] = (char)(buf[0] - 'A' + 'a');
+}
+
+/*
+ * What became of the done transfer @x: for GT_FAILED, *@rc and @err say
+ * what; @sent says whether a byte of its message may have gone out.
+ */
+static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
+				  int *rc, struct store_error *err)
+{
+	bool started = __atomic_load_n(&x->body_started, __ATOMIC_ACQUIRE);
+	char what[400];
+
+	*sent = started;
+	*rc = 0;
+	if (x->http_major == 1 && !x->st.is_grpc) {
+		/* etcd's HTTP/1 handler: no gRPC method ran */
+		*sent = false;
+		return GT_HTTP1;
+	}
+	if (x->rc == CURLE_OK || (x->rc == CURLE_WRITE_ERROR && x->too_many)) {
+		if (!x->st.is_grpc && !x->st.have_status) {
+			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+					 "'%s' is not a gRPC server (HTTP/%d)",
+					 x->url, x->http_major);
+			return GT_FAILED;
+		}
+		if (x->st.bad_status || !x->st.have_status) {
+			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+					 "no grpc-status from '%s'", x->url);
+			return GT_FAILED;
+		}
+		if (x->st.code == 0 && !x->stream &&
+		    (x->too_many || !x->msg || !grpc_reader_idle(&x->rd))) {
+			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+					 "'%s' answered %s", x->url,
+					 x->too_many ? "more than one message" :
+					 "no whole message");
+			return GT_FAILED;
+		}
+		return GT_ANSWERED;
+	}
+	if (x->rc == CURLE_WRITE_ERROR && x->rd.err < 0 &&
+	    x->rd.err != GRPC_READER_NOMEM) {
+		*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				 "reply from '%s': %s%s", x->url,
+				 grpc_reader_strerror(x->rd.err),
+				 x->rd.err == GRPC_READER_TOO_LARGE ?
+				 " (the cap on one message)" : "");
+		return GT_FAILED;
+	}
+	if (x->rc == CURLE_WRITE_ERROR || x->rc == CURLE_OUT_OF_MEMORY) {
+		*rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				 "out of memory reading '%s'", x->url);
+		return GT_FAILED;
+	}
+	gt_describe(x, what, sizeof(what));
+	if (!started) {
+		store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0, "%s", what);
+		return GT_NOT_SENT;
+	}
+	if (x->rc == CURLE_OPERATION_TIMEDOUT)
+		*rc = store_fail(err, STORE_ETIMEOUT, NULL, 0, 0,
+				 "request to '%s' timed out after %ld ms, "
+				 "outcome unknown", x->url,
+				 x->t->request_ms);
+	else
+		*rc = store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+				 "connection to '%s' lost, outcome unknown: %s",
+				 x->url, what);
+	return GT_FAILED;
+}
+
+/* The current endpoint, copied, with its index and the list's gen. */
+static bool gt_endpoint_at(struct grpc_transport *t, size_t i, char *buf,
+			   size_t size, size_t *idx, uint64_t *gen, size_t *n)
+{
+	pthread_mutex_lock(&t->lock);
+	*n = t->n_endpoints;
+	*idx = (t->current + i) % t->n_endpoints;
+	*gen = t->gen;
+	snprintf(buf, size, "%s", t->endpoints[*idx]);
+	pthread_mutex_unlock(&t->lock);
+	return true;
+}
+
+/* After a not-sent failure at @idx: the next endpoint becomes current. */
+static void gt_moved_on(struct grpc_transport *t, size_t idx, uint64_t gen,
+			size_t to)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->gen == gen && to < t->n_endpoints)
+		t->current = to;
+	if (t->gen == gen && idx < t->n_endpoints &&
+	    t->h2[idx] != GT_H2_PIONEER)
+		t->h2[idx] = GT_H2_NONE;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * One unary call with @token, on the current endpoint and then the others
+ * while it was not sent.
+ */
+static int gt_perform(struct grpc_transport *t, const char *path,
+		      const uint8_t *req, size_t len, const char *token,
+		      struct grpc_reply *reply, bool *sent,
+		      struct store_error *err)
+{
+	char ep[1024], names[512] = "", what[300] = "";
+	struct store_error e = { 0 };
+	enum gt_outcome o = GT_NOT_SENT;
+	struct gt_xfer *x;
+	size_t i, n = 1, idx = 0;
+	uint64_t gen = 0;
+	bool force = false, s = false;
+	int rc = 0;
+
+	memset(reply, 0, sizeof(*reply));
+	*sent = false;
+	for (i = 0; i < n; i++) {
+		gt_endpoint_at(t, i, ep, sizeof(ep), &idx, &gen, &n);
+		x = gt_xfer_new(t, ep, idx, gen, path, req, len, token, force);
+		if (!x)
+			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					  "out of memory");
+		gt_submit(t, x);
+		gt_wait(t, x);
+		gt_settle(t, x);
+		o = gt_outcome(x, &s, &rc, &e);
+		if (o == GT_HTTP1 && !force) {
+			/* the h2c connection was gone: make one, same place */
+			force = true;
+			i--;
+			gt_xfer_free(x);
+			continue;
+		}
+		force = false;
+		if (o == GT_ANSWERED) {
+			reply->code = x->st.code;
+			snprintf(reply->message, sizeof(reply->message), "%s",
+				 x->st.message);
+			if (x->st.code == 0) {
+				reply->msg = x->msg;
+				reply->len = x->msg_len;
+				x->msg = NULL;
+			}
+		}
+		gt_xfer_free(x);
+		*sent = s;
+		if (o != GT_NOT_SENT && o != GT_HTTP1)
+			break;
+		snprintf(what, sizeof(what), "%.290s", o == GT_HTTP1 ?
+			 "not a gRPC server (HTTP/1)" : e.msg);
+		snprintf(names + strlen(names), sizeof(names) - strlen(names),
+			 "%s'%.200s'", i ? ", " : "", ep);
+		gt_moved_on(t, idx, gen, (idx + 1) % n);
+	}
+	if (o == GT_NOT_SENT || o == GT_HTTP1) {
+		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
+		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+				  "cannot reach %s: %s", names, what);
+	}
+	if (o == GT_FAILED) {
+		if (err)
+			*err = e;
+		return rc;
+	}
+	return 0;
+}
+
+/* ---- auth ---- */
+
+/* Gets a token into t->token; called with t->auth_lock held. */
+static int gt_authenticate(struct grpc_transport *t, struct store_error *err)
+{
+	struct grpc_reply reply;
+	struct store_error e = { 0 };
+	char *token = NULL;
+	uint8_t *req;
+	size_t len = 0;
+	bool sent;
+	int rc;
+
+	req = etcd3pb_req_authenticate(t->user, t->password, &len);
+	if (!req)
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "out of memory");
+	rc = gt_perform(t, "/etcdserverpb.Auth/Authenticate", req, len, NULL,
+			&reply, &sent, err);
+	memset(req, 0, len);
+	free(req);
+	if (rc < 0)
+		return rc;
+	if (reply.code == GRPC_FAILED_PRECONDITION &&
+	    strstr(reply.message, "authentication is not enabled")) {
+		/* as etcdctl: no token, and calls go without one */
+		token = strdup("");
+	} else if (reply.code != 0) {
+		rc = store_fail(err, reply.code == GRPC_UNAVAILABLE ?
+				STORE_EUNREACHABLE : STORE_EUNAUTHENTICATED,
+				NULL, 0, 0, "authentication of '%s' failed: %s",
+				t->user, reply.message[0] ? reply.message :
+				grpc_code_name(reply.code));
+		grpc_reply_release(&reply);
+		return rc;
+	} else {
+		rc = etcd3pb_decode_authenticate(reply.msg, reply.len, &token,
+						 &e);
+		if (reply.msg)
+			memset(reply.msg, 0, reply.len);
+		grpc_reply_release(&reply);
+		if (rc < 0)
+			return store_fail(err, rc, NULL, 0, 0, "%s", e.msg);
+	}
+	grpc_reply_release(&reply);
+	if (!token)
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "out of memory");
+	gt_wipe_free(t->token);
+	t->token = token;
+	t->token_gen++;
+	return 0;
+}
+
+/*
+ * A copy of the token to send (NULL: none) and its generation;
+ * authenticates first if there is none, or if @stale is the generation
+ * the server refused.
+ */
+static int gt_token(struct grpc_transport *t, bool renew, uint64_t stale,
+		    char **token, uint64_t *gen, struct store_error *err)
+{
+	int rc = 0;
+
+	*token = NULL;
+	if (!t->user)
+		return 0;
+	pthread_mutex_lock(&t->auth_lock);
+	if (!t->token || (renew && t->token_gen == stale))
+		rc = gt_authenticate(t, err);
+	if (rc == 0) {
+		*token = strdup(t->token);
+		*gen = t->token_gen;
+		if (!*token)
+			rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					"out of memory");
+	}
+	pthread_mutex_unlock(&t->auth_lock);
+	return rc;
+}
+
+/* The token of generation @gen was refused: the next call gets another. */
+static void gt_token_stale(struct grpc_transport *t, uint64_t gen)
+{
+	pthread_mutex_lock(&t->auth_lock);
+	if (t->token_gen == gen && t->token) {
+		gt_wipe_free(t->token);
+		t->token = NULL;
+	}
+	pthread_mutex_unlock(&t->auth_lock);
+}
+
+/* etcd's answers to a missing, bad or expired token. */
+static bool gt_token_refused(int code, const char *message)
+{
+	return (code == GRPC_UNAUTHENTICATED &&
+		strstr(message, "invalid auth token")) ||
+	       (code == GRPC_INVALID_ARGUMENT &&
+		strstr(message, "user name is empty"));
+}
+
+int grpc_call(struct grpc_transport *t, const char *path, const uint8_t *req,
+	      size_t len, struct grpc_reply *reply, bool *sent,
+	      struct store_error *err)
+{
+	char *token = NULL;
+	uint64_t gen = 0;
+	bool s = false;
+	int rc = 0, attempt;
+
+	memset(reply, 0, sizeof(*reply));
+	for (attempt = 0; attempt < 2; attempt++) {
+		rc = gt_token(t, attempt > 0, gen, &token, &gen, err);
+		if (rc < 0)
+			break;
+		rc = gt_perform(t, path, req, len, token, reply, &s, err);
+		gt_wipe_free(token);
+		token = NULL;
+		if (rc < 0 || !t->user ||
+		    !gt_token_refused(reply->code, reply->message))
+			break;
+		/* refused for its token: not applied, and safe to send */
+		grpc_reply_release(reply);
+	}
+	if (sent)
+		*sent = s;
+	return rc;
+}
+
+/* ---- the transport ---- */
+
+/* Starts @fn with every signal blocked: FUSE and main() handle them. */
+static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cfg,
+					  struct store_error *err)
+{
+	struct grpc_transport *t;
+	bool ok = true;
+	int rc;
+
+	pthread_once(&gt_once, gt_global_init);
+	if (gt_global_rc != CURLE_OK) {
+		store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+			   "cannot initialise libcurl: %s",
+			   curl_easy_strerror(gt_global_rc));
+		return NULL;
+	}
+	if (cfg->user && !cfg->password) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0,
+			   "user '%s' given without a password", cfg->user);
+		return NULL;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
+		return NULL;
+	}
+	if (gt_copy_endpoints(cfg->endpoints, cfg->n_endpoints, &t->endpoints,
+			      &t->h2, err) < 0) {
+		free(t);
+		return NULL;
+	}
+	t->n_endpoints = cfg->n_endpoints;
+#define GT_DUP(f, v) do { if (v) { t->f = strdup(v); ok = ok && t->f; } } while (0)
+	GT_DUP(user, cfg->user);
+	GT_DUP(password, cfg->password);
+	GT_DUP(cacert, cfg->cacert);
+	GT_DUP(cert, cfg->cert);
+	GT_DUP(keyfile, cfg->key);
+#undef GT_DUP
+	t->connect_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms :
+			GT_DEFAULT_CONNECT_MS;
+	t->request_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms :
+			GT_DEFAULT_REQUEST_MS;
+	t->max_msg = cfg->max_msg_size ? cfg->max_msg_size : GT_DEFAULT_MAX_MSG;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->auth_lock, NULL);
+	pthread_cond_init(&t->h2_cond, NULL);
+	t->multi = curl_multi_init();
+	if (!ok || !t->multi) {
+		store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
+		goto fail;
+	}
+	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+	rc = gt_thread_start(&t->thread, gt_main, t);
+	if (rc) {
+		store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+			   "cannot start the transport thread: %s",
+			   strerror(rc));
+		goto fail;
+	}
+	return t;
+fail:
+	if (t->multi)
+		curl_multi_cleanup(t->multi);
+	t->multi = NULL;
+	t->thread = 0;
+	grpc_transport_free(t);
+	return NULL;
+}
+
+void grpc_transport_free(struct grpc_transport *t)
+{
+	if (!t)
+		return;
+	if (t->multi) {
+		pthread_mutex_lock(&t->lock);
+		t->quit = true;
+		pthread_mutex_unlock(&t->lock);
+		gt_wake(t);
+		pthread_join(t->thread, NULL);
+		curl_multi_cleanup(t->multi);
+	}
+	pthread_cond_destroy(&t->h2_cond);
+	pthread_mutex_destroy(&t->auth_lock);
+	pthread_mutex_destroy(&t->lock);
+	gt_free_endpoints(t->endpoints, t->n_endpoints);
+	free(t->h2);
+	gt_wipe_free(t->token);
+	free(t->user);
+	gt_wipe_free(t->password);
+	free(t->cacert);
+	free(t->cert);
+	free(t->keyfile);
+	free(t);
+}
+
+const char *grpc_transport_endpoint(struct grpc_transport *t)
+{
+	static __thread char buf[1024];
+
+	pthread_mutex_lock(&t->lock);
+	snprintf(buf, sizeof(buf), "%s", t->endpoints[t->current]);
+	pthread_mutex_unlock(&t->lock);
+	return buf;
+}
+
+int grpc_transport_set_endpoints(struct grpc_transport *t,
+				 const char *const *endpoints, size_t n,
+				 struct store_error *err)
+{
+	char **copy, **old;
+	enum gt_h2 *h2, *old_h2;
+	size_t i, old_n, current = 0;
+
+	if (gt_copy_endpoints(endpoints, n, &copy, &h2, err) < 0)
+		return err ? err->code : STORE_EINVAL;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < n; i++) {
+		if (strcmp(copy[i], t->endpoints[t->current]) == 0) {
+			current = i;
+			break;
+		}
+	}
+	old = t->endpoints;
+	old_h2 = t->h2;
+	old_n = t->n_endpoints;
+	t->endpoints = copy;
+	t->h2 = h2;
+	t->n_endpoints = n;
+	t->current = current;
+	t->gen++;
+	pthread_cond_broadcast(&t->h2_cond);
+	pthread_mutex_unlock(&t->lock);
+	gt_free_endpoints(old, old_n);
+	free(old_h2);
+	return 0;
+}
+
+uint64_t grpc_transport_unreachable_count(struct grpc_transport *t)
+{
+	return __atomic_load_n(&t->unreachable, __ATOMIC_RELAXED);
+}
+
+/* ---- streams ---- */
+
+struct grpc_stream {
+	struct grpc_transport *t;
+	struct gt_xfer *x;
+	uint64_t token_gen;
+	bool ended;		/* recv reported the end */
+};
+
+int grpc_stream_open(struct grpc_transport *t, const char *path,
+		     const uint8_t *first, size_t len,
+		     struct grpc_stream **out, struct store_error *err)
+{
+	struct grpc_stream *s;
+	char ep[1024], *token = NULL;
+	size_t idx, n;
+	uint64_t gen;
+	int rc;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "out of memory");
+	s->t = t;
+	rc = gt_token(t, false, 0, &token, &s->token_gen, err);
+	if (rc < 0) {
+		free(s);
+		return rc;
+	}
+	gt_endpoint_at(t, 0, ep, sizeof(ep), &idx, &gen, &n);
+	s->x = gt_xfer_new(t, ep, idx, gen, path, NULL, 0, token, false);
+	gt_wipe_free(token);
+	if (s->x) {
+		s->x->sendq = malloc(len);
+		if (s->x->sendq) {
+			memcpy(s->x->sendq, first, len);
+			s->x->sendq_len = s->x->sendq_cap = len;
+		}
+	}
+	if (!s->x || !s->x->sendq) {
+		gt_xfer_free(s->x);
+		free(s);
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "out of memory");
+	}
+	gt_submit(t, s->x);
+	*out = s;
+	return 0;
+}
+
+int grpc_stream_send(struct grpc_stream *s, const uint8_t *frame, size_t len,
+		     struct store_error *err)
+{
+	struct gt_xfer *x = s->x;
+	struct grpc_transport *t = s->t;
+	size_t cap;
+	uint8_t *p;
+	bool wake = false;
+
+	pthread_mutex_lock(&t->lock);
+	if (x->done) {
+		pthread_mutex_unlock(&t->lock);
+		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+				  "the stream to '%s' has ended", x->url);
+	}
+	if (x->sendq_len + len > x->sendq_cap) {
+		cap = (x->sendq_len + len) * 2;
+		p = realloc(x->sendq, cap);
+		if (!p) {
+			pthread_mutex_unlock(&t->lock);
+			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					  "out of memory");
+		}
+		x->sendq = p;
+		x->sendq_cap = cap;
+	}
+	memcpy(x->sendq + x->sendq_len, frame, len);
+	x->sendq_len += len;
+	if (x->send_paused) {
+		x->send_paused = false;
+		x->unpause = true;
+		wake = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (wake)
+		gt_wake(t);
+	return 0;
+}
+
+/* The end of a stream: its status, or why it broke. */
+static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
+			 struct store_error *err)
+{
+	struct gt_xfer *x = s->x;
+	enum gt_outcome o;
+	bool sent;
+	int rc;
+
+	if (!s->ended) {
+		s->ended = true;
+		gt_settle(s->t, x);
+	}
+	o = gt_outcome(x, &sent, &rc, err);
+	if (o == GT_NOT_SENT || o == GT_HTTP1) {
+		/* the next open goes to the next endpoint (or as pioneer) */
+		if (o == GT_NOT_SENT) {
+			__atomic_add_fetch(&s->t->unreachable, 1,
+					   __ATOMIC_RELAXED);
+			gt_moved_on(s->t, x->ep_idx, x->ep_gen,
+				    (x->ep_idx + 1) % (s->t->n_endpoints ?
+						       s->t->n_endpoints : 1));
+		} else {
+			gt_h2_set(s->t, x, GT_H2_NONE);
+		}
+		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+				  "cannot reach '%s': %s", x->url, o ==
+				  GT_HTTP1 ? "not a gRPC server (HTTP/1)" :
+				  err ? err->msg : "not connected");
+	}
+	if (o == GT_FAILED) {
+		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE)
+			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+					  "stream from '%s' lost: %s", x->url,
+					  err ? err->msg : "");
+		return rc;
+	}
+	status->code = x->st.code;
+	snprintf(status->message, sizeof(status->message), "%s",
+		 x->st.message);
+	if (gt_token_refused(x->st.code, x->st.message))
+		gt_token_stale(s->t, s->token_gen);
+	return GRPC_STREAM_END;
+}
+
+int grpc_stream_recv(struct grpc_stream *s, long timeout_ms, uint8_t **msg,
+		     size_t *len, struct grpc_reply *status,
+		     struct store_error *err)
+{
+	struct gt_xfer *x = s->x;
+	struct grpc_transport *t = s->t;
+	struct gt_msg *m;
+	struct timespec ts;
+	bool wake = false;
+
+	*msg = NULL;
+	*len = 0;
+	memset(status, 0, sizeof(*status));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&t->lock);
+	while (!x->rq_head && !x->done)
+		if (pthread_cond_timedwait(&x->cond, &t->lock, &ts) ==
+		    ETIMEDOUT)
+			break;
+	m = x->rq_head;
+	if (m) {
+		x->rq_head = m->next;
+		if (!x->rq_head)
+			x->rq_tail = NULL;
+		x->rq_bytes -= m->len;
+		if (x->recv_paused && x->rq_bytes < GT_RECV_QUEUE_MAX / 2) {
+			x->recv_paused = false;
+			x->unpause = true;
+			wake = true;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (wake)
+		gt_wake(t);
+	if (m) {
+		/* the message moves to the front of its node */
+		memmove(m, m->data, m->len);
+		*len = m->len;
+		*msg = (uint8_t *)m;
+		return GRPC_STREAM_MSG;
+	}
+	if (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+		return GRPC_STREAM_IDLE;
+	pthread_mutex_lock(&t->lock);
+	pthread_mutex_unlock(&t->lock);
+	return gt_stream_end(s, status, err);
+}
+
+void grpc_stream_token_rejected(struct grpc_stream *s)
+{
+	gt_token_stale(s->t, s->token_gen);
+}
+
+void grpc_stream_close(struct grpc_stream *s)
+{
+	struct grpc_transport *t;
+
+	if (!s)
+		return;
+	t = s->t;
+	pthread_mutex_lock(&t->lock);
+	if (!s->x->done) {
+		/* still pending: the thread adds it, then cancels it */
+		s->x->cancel = true;
+	}
+	pthread_mutex_unlock(&t->lock);
+	gt_wake(t);
+	gt_wait(t, s->x);
+	gt_xfer_free(s->x);
+	free(s);
+}
