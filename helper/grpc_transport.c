@@ -691,6 +691,15 @@ static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
 		}
 		return GT_ANSWERED;
 	}
+	if (x->st.have_status && !x->st.bad_status && x->st.code != 0 &&
+	    x->st.is_grpc) {
+		/*
+		 * The server ended the call with an error status, then reset
+		 * the stream because our upload was not done (grpc-go does
+		 * that to a message over its limit): its status stands.
+		 */
+		return GT_ANSWERED;
+	}
 	if (x->rc == CURLE_WRITE_ERROR && x->rd.err < 0 &&
 	    x->rd.err != GRPC_READER_NOMEM) {
 		*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
@@ -703,6 +712,20 @@ static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
 	if (x->rc == CURLE_WRITE_ERROR || x->rc == CURLE_OUT_OF_MEMORY) {
 		*rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
 				 "out of memory reading '%s'", x->url);
+		return GT_FAILED;
+	}
+	if (x->rc == CURLE_HTTP2_STREAM && !x->stream &&
+	    x->body_off < x->body_len) {
+		/*
+		 * The server reset the call before it had the whole message,
+		 * so it ran nothing: grpc-go answers a message over its limit
+		 * from the length prefix, then resets, and libcurl drops that
+		 * answer when it comes while the upload is going on.
+		 */
+		*rc = store_fail(err, STORE_ETOOLARGE, NULL, 0, 0,
+				 "'%s' refused a message of %zu bytes before "
+				 "reading it whole (over its limit)", x->url,
+				 x->body_len);
 		return GT_FAILED;
 	}
 	gt_describe(x, what, sizeof(what));
@@ -722,17 +745,22 @@ static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
 	return GT_FAILED;
 }
 
-/* The current endpoint, copied, with its index and the list's gen. */
-static bool gt_endpoint_at(struct grpc_transport *t, size_t i, char *buf,
-			   size_t size, size_t *idx, uint64_t *gen, size_t *n)
+/*
+ * The endpoint @i places after *@start (set to the current one when @i is
+ * 0), copied, with its index and the list's generation.
+ */
+static void gt_endpoint_at(struct grpc_transport *t, size_t i, size_t *start,
+			   char *buf, size_t size, size_t *idx, uint64_t *gen,
+			   size_t *n)
 {
 	pthread_mutex_lock(&t->lock);
+	if (i == 0 || *start >= t->n_endpoints)
+		*start = t->current;
 	*n = t->n_endpoints;
-	*idx = (t->current + i) % t->n_endpoints;
+	*idx = (*start + i) % t->n_endpoints;
 	*gen = t->gen;
 	snprintf(buf, size, "%s", t->endpoints[*idx]);
 	pthread_mutex_unlock(&t->lock);
-	return true;
 }
 
 /* After a not-sent failure at @idx: the next endpoint becomes current. */
@@ -761,7 +789,7 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 	struct store_error e = { 0 };
 	enum gt_outcome o = GT_NOT_SENT;
 	struct gt_xfer *x;
-	size_t i, n = 1, idx = 0;
+	size_t i, n = 1, idx = 0, start = 0;
 	uint64_t gen = 0;
 	bool force = false, s = false;
 	int rc = 0;
@@ -769,7 +797,7 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 	memset(reply, 0, sizeof(*reply));
 	*sent = false;
 	for (i = 0; i < n; i++) {
-		gt_endpoint_at(t, i, ep, sizeof(ep), &idx, &gen, &n);
+		gt_endpoint_at(t, i, &start, ep, sizeof(ep), &idx, &gen, &n);
 		x = gt_xfer_new(t, ep, idx, gen, path, req, len, token, force);
 		if (!x)
 			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
@@ -1099,6 +1127,14 @@ int grpc_transport_set_endpoints(struct grpc_transport *t,
 	return 0;
 }
 
+void grpc_transport_skip(struct grpc_transport *t, const char *endpoint)
+{
+	pthread_mutex_lock(&t->lock);
+	if (strcmp(t->endpoints[t->current], endpoint) == 0)
+		t->current = (t->current + 1) % t->n_endpoints;
+	pthread_mutex_unlock(&t->lock);
+}
+
 uint64_t grpc_transport_unreachable_count(struct grpc_transport *t)
 {
 	return __atomic_load_n(&t->unreachable, __ATOMIC_RELAXED);
@@ -1119,7 +1155,7 @@ int grpc_stream_open(struct grpc_transport *t, const char *path,
 {
 	struct grpc_stream *s;
 	char ep[1024], *token = NULL;
-	size_t idx, n;
+	size_t idx, n, start = 0;
 	uint64_t gen;
 	int rc;
 
@@ -1134,7 +1170,7 @@ int grpc_stream_open(struct grpc_transport *t, const char *path,
 		free(s);
 		return rc;
 	}
-	gt_endpoint_at(t, 0, ep, sizeof(ep), &idx, &gen, &n);
+	gt_endpoint_at(t, 0, &start, ep, sizeof(ep), &idx, &gen, &n);
 	s->x = gt_xfer_new(t, ep, idx, gen, path, NULL, 0, token, false);
 	gt_wipe_free(token);
 	if (s->x) {
@@ -1247,7 +1283,7 @@ int grpc_stream_recv(struct grpc_stream *s, long timeout_ms, uint8_t **msg,
 	struct grpc_transport *t = s->t;
 	struct gt_msg *m;
 	struct timespec ts;
-	bool wake = false;
+	bool wake = false, done;
 
 	*msg = NULL;
 	*len = 0;
@@ -1276,20 +1312,20 @@ int grpc_stream_recv(struct grpc_stream *s, long timeout_ms, uint8_t **msg,
 			wake = true;
 		}
 	}
+	/* read with the queue: every message is queued before done is set */
+	done = x->done;
 	pthread_mutex_unlock(&t->lock);
 	if (wake)
 		gt_wake(t);
 	if (m) {
-		/* the message moves to the front of its node */
-		memmove(m, m->data, m->len);
+		/* the message moves to the front of its node, over m->len */
 		*len = m->len;
+		memmove(m, m->data, *len);
 		*msg = (uint8_t *)m;
 		return GRPC_STREAM_MSG;
 	}
-	if (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+	if (!done)
 		return GRPC_STREAM_IDLE;
-	pthread_mutex_lock(&t->lock);
-	pthread_mutex_unlock(&t->lock);
 	return gt_stream_end(s, status, err);
 }
 

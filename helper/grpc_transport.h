@@ -94,6 +94,13 @@ int grpc_transport_set_endpoints(struct grpc_transport *t,
 				 const char *const *endpoints, size_t n,
 				 struct store_error *err);
 
+/*
+ * If @endpoint is still the one in use, the next one becomes current (a
+ * member that answered "no leader"): reads and refused writes go on
+ * elsewhere.
+ */
+void grpc_transport_skip(struct grpc_transport *t, const char *endpoint);
+
 /* Calls that so far found no endpoint answering; only grows. */
 uint64_t grpc_transport_unreachable_count(struct grpc_transport *t);
 

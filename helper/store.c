@@ -586,6 +586,13 @@ static void store_priv_free(struct store_priv *p)
 	free(p);
 }
 
+static bool store_v3_grpc(void)
+{
+	const char *v = getenv("ETCDFS_V3_BACKEND");
+
+	return v && strcmp(v, "grpc") == 0;
+}
+
 struct store *store_new(const struct store_config *cfg, struct store_error *err)
 {
 	struct transport_config tc = { 0 };
@@ -678,7 +685,12 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 	if (s->cfg.key && store_check_file("client key", s->cfg.key, err) < 0)
 		goto err_free;
 
+	/*
+	 * ETCDFS_V3_BACKEND=grpc: the v3 backend over gRPC, while it and the
+	 * JSON gateway's are compared; it becomes the only one after.
+	 */
 	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
+		store_v3_grpc() ? &store_etcd3_grpc_backend :
 		&store_etcd3_backend;
 
 	tc.endpoints = (const char *const *)p->endpoints;
@@ -752,7 +764,16 @@ size_t store_max_value_size(const struct store *s)
 
 const char *store_endpoint(struct store *s)
 {
+	if (s->be_ops->endpoint)
+		return s->be_ops->endpoint(s);
 	return transport_endpoint(s->tr);
+}
+
+static uint64_t store_unreachable_count(struct store *s)
+{
+	if (s->be_ops->unreachable_count)
+		return s->be_ops->unreachable_count(s);
+	return transport_unreachable_count(s->tr);
 }
 
 /* --- endpoints from the members --- */
@@ -841,8 +862,10 @@ int store_refresh_endpoints(struct store *s, size_t *n_out,
 		}
 		n++;
 	}
-	rc = transport_set_endpoints(s->tr, (const char *const *)list, n,
-				     err);
+	rc = s->be_ops->set_endpoints ?
+		s->be_ops->set_endpoints(s, (const char *const *)list, n, err) :
+		transport_set_endpoints(s->tr, (const char *const *)list, n,
+					err);
 	if (rc == 0 && n_out)
 		*n_out = n;
 out:
@@ -869,7 +892,7 @@ static void store_refresh_maybe(struct store *s)
 	if (s->cfg.refresh_endpoints_ms <= 0)
 		return;
 	now = store_now_ms();
-	fails = transport_unreachable_count(s->tr);
+	fails = store_unreachable_count(s);
 	failed = fails != __atomic_load_n(&p->refresh_seen, __ATOMIC_ACQUIRE);
 	if (!failed && now < __atomic_load_n(&p->refresh_next_ms,
 					     __ATOMIC_ACQUIRE))
@@ -886,7 +909,7 @@ static void store_refresh_maybe(struct store *s)
 	}
 	store_refresh_endpoints(s, NULL, NULL);
 	/* The refresh's own failures are no reason for another one. */
-	__atomic_store_n(&p->refresh_seen, transport_unreachable_count(s->tr),
+	__atomic_store_n(&p->refresh_seen, store_unreachable_count(s),
 			 __ATOMIC_RELEASE);
 	p->refresh_last_ms = store_now_ms();
 	__atomic_store_n(&p->refresh_next_ms,
