@@ -664,8 +664,15 @@ static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
 
 	*sent = started;
 	*rc = 0;
-	if (x->http_major == 1 && !x->st.is_grpc) {
-		/* etcd's HTTP/1 handler: no gRPC method ran */
+	if ((x->http_major == 1 && !x->st.is_grpc) ||
+	    x->rc == CURLE_GOT_NOTHING ||
+	    (!x->pioneer && x->rc == CURLE_UNSUPPORTED_PROTOCOL)) {
+		/*
+		 * etcd's HTTP/1 handler, a peer that answered the HTTP/2
+		 * preface with bytes that are not HTTP/2 (libcurl: "empty
+		 * reply"), or one that answered an h2c upgrade with HTTP/2
+		 * ("HTTP/0.9"): no gRPC method ran.
+		 */
 		*sent = false;
 		return GT_HTTP1;
 	}
@@ -829,7 +836,7 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 		if (o != GT_NOT_SENT && o != GT_HTTP1)
 			break;
 		snprintf(what, sizeof(what), "%.290s", o == GT_HTTP1 ?
-			 "not a gRPC server (HTTP/1)" : e.msg);
+			 "not a gRPC server (no HTTP/2)" : e.msg);
 		snprintf(names + strlen(names), sizeof(names) - strlen(names),
 			 "%s'%.200s'", i ? ", " : "", ep);
 		gt_moved_on(t, idx, gen, (idx + 1) % n);
@@ -1257,7 +1264,7 @@ static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 		}
 		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 				  "cannot reach '%s': %s", x->url, o ==
-				  GT_HTTP1 ? "not a gRPC server (HTTP/1)" :
+				  GT_HTTP1 ? "not a gRPC server (no HTTP/2)" :
 				  err ? err->msg : "not connected");
 	}
 	if (o == GT_FAILED) {
