@@ -1,15 +1,18 @@
 /*
- * tests/bench/grpc_range.c - one range of a prefix, three ways, timed
+ * tests/bench/grpc_range.c - one range of a prefix, four ways, and
+ * concurrent commits, timed
  *
  *   etcdfs-grpc-range ENDPOINT PREFIX REPS
  *
- * Ranges every key under PREFIX REPS times through the gRPC transport
- * (helper/grpc_transport.c: KV/Range, decoded by helper/etcd3_pb.c into
- * store types) and through the store over etcd's JSON gateway (the v3
- * backend of helper/etcd3.c, in one page), and prints the median time of
- * each, the keys and bytes it got, and the gRPC transport's calls from 16
- * threads at once.  tests/bench/grpc-range.sh runs it beside `etcdctl get
- * --prefix`.  It cannot load keys: the script does.
+ * Ranges every key under PREFIX REPS times: through the gRPC transport
+ * alone (helper/grpc_transport.c: KV/Range, decoded by helper/etcd3_pb.c
+ * into store types), through store_list over gRPC (helper/etcd3_grpc.c)
+ * and through store_list over etcd's JSON gateway (helper/etcd3.c), both
+ * in one page; prints the median time of each, the keys and bytes got,
+ * the rate of 16 writers creating keys (one txn each) through either
+ * store, and the gRPC transport's calls from 16 threads at once.
+ * tests/bench/grpc-range.sh runs it beside `etcdctl get --prefix`.  It
+ * cannot load keys: the script does.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -90,6 +93,57 @@ static int grpc_range(struct grpc_transport *t, size_t *keys, size_t *bytes)
 	return 0;
 }
 
+/* 16 writers, each creating its own keys: one txn per commit */
+#define W_THREADS	16
+#define W_COMMITS	200
+
+struct writer {
+	struct store *s;
+	const char *tag;
+	int id;
+	int failed;
+};
+
+static void *commit_loop(void *arg)
+{
+	struct writer *w = arg;
+	struct store_error err = { 0 };
+	char key[128];
+	int i, n;
+
+	for (i = 0; i < W_COMMITS; i++) {
+		n = snprintf(key, sizeof(key), "%scommit/%s/%02d/%04d",
+			     g_prefix, w->tag, w->id, i);
+		if (store_create(w->s, key, (size_t)n, "v", 1, 0, NULL,
+				 &err) < 0) {
+			fprintf(stderr, "commit: %s\n", err.msg);
+			w->failed++;
+		}
+	}
+	return NULL;
+}
+
+/* Commits per second of W_THREADS writers through @s. */
+static double commit_rate(struct store *s, const char *tag)
+{
+	struct writer w[W_THREADS];
+	pthread_t th[W_THREADS];
+	double t0 = now_ms();
+	int i, failed = 0;
+
+	for (i = 0; i < W_THREADS; i++) {
+		w[i] = (struct writer){ .s = s, .tag = tag, .id = i };
+		pthread_create(&th[i], NULL, commit_loop, &w[i]);
+	}
+	for (i = 0; i < W_THREADS; i++) {
+		pthread_join(th[i], NULL);
+		failed += w[i].failed;
+	}
+	if (failed)
+		fprintf(stderr, "%s: %d commits failed\n", tag, failed);
+	return W_THREADS * W_COMMITS / ((now_ms() - t0) / 1e3);
+}
+
 static void *many(void *arg)
 {
 	struct etcd3pb_range_req r = { .key = "bench-none", .key_len = 10 };
@@ -116,9 +170,9 @@ int main(int argc, char **argv)
 	struct store_config sc = { 0 };
 	struct store_error err = { 0 };
 	struct store_list l;
-	struct store *s;
+	struct store *s, *sg;
 	pthread_t th[16];
-	double tg[64], tc[64], tj[64], t0;
+	double tg[64], tc[64], tj[64], ts[64], t0;
 	size_t keys = 0, bytes = 0;
 	int reps, i;
 
@@ -146,7 +200,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "store: %s\n", err.msg);
 		return 1;
 	}
+	/* the same store over gRPC (the backend switch of helper/store.c) */
+	setenv("ETCDFS_V3_BACKEND", "grpc", 1);
+	sg = store_new(&sc, &err);
+	unsetenv("ETCDFS_V3_BACKEND");
+	if (!sg) {
+		fprintf(stderr, "store over grpc: %s\n", err.msg);
+		return 1;
+	}
 	for (i = 0; i < reps; i++) {
+		t0 = now_ms();
+		if (store_list(sg, g_prefix, strlen(g_prefix), 0, &l, &err)) {
+			fprintf(stderr, "grpc list: %s\n", err.msg);
+			return 1;
+		}
+		ts[i] = now_ms() - t0;
+		store_list_release(&l);
 		t0 = now_ms();
 		if (grpc_range(g_t, &keys, &bytes) < 0)
 			return 1;
@@ -166,6 +235,11 @@ int main(int argc, char **argv)
 	       median(tc, reps));
 	printf("json gateway store_list: %.1f ms (median of %d)\n",
 	       median(tj, reps), reps);
+	printf("grpc backend store_list: %.1f ms (median of %d)\n",
+	       median(ts, reps), reps);
+	printf("%d writers x %d commits: json gateway %.0f/s, grpc %.0f/s\n",
+	       W_THREADS, W_COMMITS, commit_rate(s, "json"),
+	       commit_rate(sg, "grpc"));
 	t0 = now_ms();
 	for (i = 0; i < 16; i++)
 		pthread_create(&th[i], NULL, many, NULL);
@@ -173,6 +247,7 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	printf("grpc transport, 16 threads x 500 small ranges: %.0f calls/s\n",
 	       16 * 500 / ((now_ms() - t0) / 1e3));
+	store_free(sg);
 	store_free(s);
 	grpc_transport_free(g_t);
 	return 0;
