@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -60,6 +61,8 @@
 #define GT_USER_AGENT		"etcdfs-grpc"
 /* "token: " and a token of at most 4096 bytes (etcd3_pb.c) */
 #define GT_HEADER_MAX		4200
+/* multi handles of parents kept after nested forks, at most */
+#define GT_STALE_MAX		4
 
 enum gt_h2 {
 	GT_H2_NONE,		/* no h2c connection known: next is a pioneer */
@@ -123,8 +126,12 @@ struct grpc_transport {
 	uint64_t unreachable;		/* atomic */
 	int activity;			/* atomic: a callback moved bytes */
 
-	CURLM *multi;
+	CURLM *multi;			/* swapped under lock after a fork */
 	pthread_t thread;
+	bool running;			/* under lock: thread started */
+	pid_t pid;			/* under lock: the process of both */
+	CURLM *stale[GT_STALE_MAX];	/* a parent's, after forks */
+	struct grpc_transport *all_next;	/* under gt_all_lock */
 	bool quit;			/* under lock */
 	struct gt_xfer *pending;	/* under lock: to be added */
 	struct gt_xfer *active;		/* under lock: in the multi */
@@ -142,9 +149,44 @@ struct grpc_transport {
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 static CURLcode gt_global_rc;
 
+/* Every transport, for the fork handlers. */
+static pthread_mutex_t gt_all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct grpc_transport *gt_all;
+
+/*
+ * fork() (the daemon's, after the mount was checked and loaded) copies
+ * only the calling thread: no lock of a transport may be held then, and
+ * the child must neither wait for a thread it does not have nor share
+ * the parent's connections.  So the handlers take every lock around the
+ * fork, and a child's first call gets a multi handle and a thread of its
+ * own (gt_own); the parent's multi handle is put aside.
+ */
+static void gt_fork_prepare(void)
+{
+	struct grpc_transport *t;
+
+	pthread_mutex_lock(&gt_all_lock);
+	for (t = gt_all; t; t = t->all_next) {
+		pthread_mutex_lock(&t->auth_lock);
+		pthread_mutex_lock(&t->lock);
+	}
+}
+
+static void gt_fork_done(void)
+{
+	struct grpc_transport *t;
+
+	for (t = gt_all; t; t = t->all_next) {
+		pthread_mutex_unlock(&t->lock);
+		pthread_mutex_unlock(&t->auth_lock);
+	}
+	pthread_mutex_unlock(&gt_all_lock);
+}
+
 static void gt_global_init(void)
 {
 	gt_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_atfork(gt_fork_prepare, gt_fork_done, gt_fork_done);
 }
 
 void grpc_reply_release(struct grpc_reply *r)
@@ -606,9 +648,52 @@ fail:
 	return NULL;
 }
 
+static void *gt_main(void *arg);
+static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+
+/*
+ * Makes the multi handle and the thread this process's (t->lock held):
+ * in a child of fork() both are its parent's, the thread is not there
+ * and the connections are shared, so it gets a new multi handle (no
+ * call of the parent's is the child's to finish) and starts the thread.
+ */
+static bool gt_own(struct grpc_transport *t)
+{
+	size_t i;
+	CURLM *m;
+
+	if (t->pid != getpid()) {
+		m = curl_multi_init();
+		if (!m)
+			return false;
+		curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+		for (i = 0; i < GT_STALE_MAX && t->stale[i]; i++)
+			;
+		if (i < GT_STALE_MAX)
+			t->stale[i] = t->multi;
+		t->multi = m;
+		t->pid = getpid();
+		t->running = false;
+		t->pending = NULL;
+		t->active = NULL;
+		for (i = 0; i < t->n_endpoints; i++)
+			t->h2[i] = GT_H2_NONE;
+	}
+	if (!t->running && gt_thread_start(&t->thread, gt_main, t) == 0)
+		t->running = true;
+	return t->running;
+}
+
+/* Hands @x to the thread; it is done at once if there can be none. */
 static void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
 {
 	pthread_mutex_lock(&t->lock);
+	if (!gt_own(t)) {
+		x->rc = CURLE_OUT_OF_MEMORY;
+		x->done = true;
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
 	x->next = t->pending;
 	t->pending = x;
 	pthread_mutex_unlock(&t->lock);
@@ -1003,7 +1088,6 @@ struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cf
 {
 	struct grpc_transport *t;
 	bool ok = true;
-	int rc;
 
 	pthread_once(&gt_once, gt_global_init);
 	if (gt_global_rc != CURLE_OK) {
@@ -1049,35 +1133,54 @@ struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cf
 		goto fail;
 	}
 	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-	rc = gt_thread_start(&t->thread, gt_main, t);
-	if (rc) {
-		store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-			   "cannot start the transport thread: %s",
-			   strerror(rc));
-		goto fail;
-	}
+	/* the thread starts with the first call (gt_own) */
+	t->pid = getpid();
+	pthread_mutex_lock(&gt_all_lock);
+	t->all_next = gt_all;
+	gt_all = t;
+	pthread_mutex_unlock(&gt_all_lock);
 	return t;
 fail:
 	if (t->multi)
 		curl_multi_cleanup(t->multi);
 	t->multi = NULL;
-	t->thread = 0;
 	grpc_transport_free(t);
 	return NULL;
 }
 
 void grpc_transport_free(struct grpc_transport *t)
 {
+	struct grpc_transport **pp;
+	bool join;
+	size_t i;
+
 	if (!t)
 		return;
-	if (t->multi) {
-		pthread_mutex_lock(&t->lock);
-		t->quit = true;
-		pthread_mutex_unlock(&t->lock);
+	pthread_mutex_lock(&gt_all_lock);
+	for (pp = &gt_all; *pp; pp = &(*pp)->all_next) {
+		if (*pp == t) {
+			*pp = t->all_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&gt_all_lock);
+	pthread_mutex_lock(&t->lock);
+	t->quit = true;
+	join = t->running && t->pid == getpid();
+	pthread_mutex_unlock(&t->lock);
+	if (join) {
 		gt_wake(t);
 		pthread_join(t->thread, NULL);
-		curl_multi_cleanup(t->multi);
 	}
+	/*
+	 * A parent's multi handle goes too: this closes this process's
+	 * copies of its sockets (a daemon's parent has long exited).
+	 */
+	for (i = 0; i < GT_STALE_MAX; i++)
+		if (t->stale[i])
+			curl_multi_cleanup(t->stale[i]);
+	if (t->multi)
+		curl_multi_cleanup(t->multi);
 	pthread_cond_destroy(&t->h2_cond);
 	pthread_mutex_destroy(&t->auth_lock);
 	pthread_mutex_destroy(&t->lock);
