@@ -714,7 +714,7 @@ static int g_members(struct store *s, struct store_member **members,
 	return 0;
 }
 
-const struct store_backend store_etcd3_grpc_backend = {
+const struct store_backend store_etcd3_backend = {
 	.name = "etcd3",
 	.init = g_init,
 	.release = g_release,

@@ -586,13 +586,6 @@ static void store_priv_free(struct store_priv *p)
 	free(p);
 }
 
-static bool store_v3_grpc(void)
-{
-	const char *v = getenv("ETCDFS_V3_BACKEND");
-
-	return v && strcmp(v, "grpc") == 0;
-}
-
 struct store *store_new(const struct store_config *cfg, struct store_error *err)
 {
 	struct transport_config tc = { 0 };
@@ -685,12 +678,7 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 	if (s->cfg.key && store_check_file("client key", s->cfg.key, err) < 0)
 		goto err_free;
 
-	/*
-	 * ETCDFS_V3_BACKEND=grpc: the v3 backend over gRPC, while it and the
-	 * JSON gateway's are compared; it becomes the only one after.
-	 */
 	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
-		store_v3_grpc() ? &store_etcd3_grpc_backend :
 		&store_etcd3_backend;
 
 	tc.endpoints = (const char *const *)p->endpoints;

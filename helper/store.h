@@ -11,7 +11,8 @@
  * store_error is passed it is filled on error only, with the key (printable),
  * the revision that matters and a one-line cause.
  *
- * A store may be used from many threads at once.  Each thread gets a
+ * A store may be used from many threads at once.  v3: every thread's
+ * calls share one HTTP/2 connection per endpoint; v2: each thread gets a
  * connection of its own, kept alive between requests.
  *
  * What it cannot do: multi-key transactions other than rename

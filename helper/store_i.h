@@ -122,7 +122,6 @@ struct store_watch {
 
 extern const struct store_backend store_etcd3_backend;
 extern const struct store_backend store_etcd2_backend;
-extern const struct store_backend store_etcd3_grpc_backend;
 
 /* Fills @err (if not NULL) and returns @code. */
 int store_fail(struct store_error *err, int code, const char *key,

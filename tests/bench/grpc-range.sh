@@ -6,10 +6,11 @@
 #
 # Starts a private etcd (tests/lib/etcd.sh; ETCDFS_ETCD_VERSION=3.5 for
 # etcd 3.5), puts N keys of 1 KiB under /bench/ (default 10,000), and times
-# in one run: `etcdctl get --prefix` to /dev/null (its process start
-# included), one Range through the gRPC transport, and one store_list
-# through the JSON gateway (etcdfs-grpc-range), REPS times each (default
-# 7; medians).  Stops its etcd and removes its data at the end.
+# in one run: `etcdctl get --prefix` to /dev/null and one POST of the range
+# to etcd's JSON gateway with curl (their process starts included), then
+# one Range through the gRPC transport and one store_list, in process
+# (etcdfs-grpc-range), REPS times each (default 7; medians).  Stops its
+# etcd and removes its data at the end.
 
 set -eu
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,16 +34,28 @@ for f in "$dir"/part.*; do
 	{ echo; cat "$f"; echo; echo; } |
 		ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints="$ep" txn >/dev/null
 done
-times=()
-for ((i = 0; i < reps; i++)); do
-	s=$(date +%s%N)
-	ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints="$ep" get --prefix /bench/ \
-		>/dev/null
-	e=$(date +%s%N)
-	times+=($(((e - s) / 100000)))
-done
-printf '%s\n' "${times[@]}" | sort -n |
-	awk -v r="$reps" '{ a[NR] = $1 } END {
-		printf "etcdctl get --prefix: %.1f ms (median of %d)\n",
-			a[int(r / 2) + 1] / 10, r }'
+# timed REPS times: the median of what "$@" takes, in ms
+median_ms()
+{
+	local what=$1 i s e
+	local -a times=()
+
+	shift
+	for ((i = 0; i < reps; i++)); do
+		s=$(date +%s%N)
+		"$@" >/dev/null
+		e=$(date +%s%N)
+		times+=($(((e - s) / 100000)))
+	done
+	printf '%s\n' "${times[@]}" | sort -n |
+		awk -v r="$reps" -v w="$what" '{ a[NR] = $1 } END {
+			printf "%s: %.1f ms (median of %d)\n", w,
+				a[int(r / 2) + 1] / 10, r }'
+}
+median_ms "etcdctl get --prefix" \
+	env ETCDCTL_API=3 "$ETCDCTL_BIN" --endpoints="$ep" get --prefix /bench/
+# /bench/ to /bench0, base64
+median_ms "json gateway range, curl" curl -sf -X POST -o /dev/null \
+	-d '{"key":"L2JlbmNoLw==","range_end":"L2JlbmNoMA=="}' \
+	"$ep/v3/kv/range"
 "$build/tests/bench/etcdfs-grpc-range" "$ep" /bench/ "$reps"

@@ -1,17 +1,16 @@
 /*
- * tests/bench/grpc_range.c - one range of a prefix, four ways, and
+ * tests/bench/grpc_range.c - one range of a prefix, two ways, and
  * concurrent commits, timed
  *
  *   etcdfs-grpc-range ENDPOINT PREFIX REPS
  *
  * Ranges every key under PREFIX REPS times: through the gRPC transport
  * alone (helper/grpc_transport.c: KV/Range, decoded by helper/etcd3_pb.c
- * into store types), through store_list over gRPC (helper/etcd3_grpc.c)
- * and through store_list over etcd's JSON gateway (helper/etcd3.c), both
- * in one page; prints the median time of each, the keys and bytes got,
- * the rate of 16 writers creating keys (one txn each) through either
- * store, and the gRPC transport's calls from 16 threads at once.
- * tests/bench/grpc-range.sh runs it beside `etcdctl get --prefix`.  It
+ * into store types) and through store_list (the v3 backend, in one page);
+ * prints the median time of each, the keys and bytes got, the rate of 16
+ * writers creating keys (one txn each) through the store, and the
+ * transport's calls from 16 threads at once.  tests/bench/grpc-range.sh
+ * runs it beside `etcdctl get --prefix` and etcd's JSON gateway.  It
  * cannot load keys: the script does.
  */
 #include <pthread.h>
@@ -170,9 +169,9 @@ int main(int argc, char **argv)
 	struct store_config sc = { 0 };
 	struct store_error err = { 0 };
 	struct store_list l;
-	struct store *s, *sg;
+	struct store *s;
 	pthread_t th[16];
-	double tg[64], tc[64], tj[64], ts[64], t0;
+	double tg[64], tc[64], ts[64], t0;
 	size_t keys = 0, bytes = 0;
 	int reps, i;
 
@@ -200,17 +199,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "store: %s\n", err.msg);
 		return 1;
 	}
-	/* the same store over gRPC (the backend switch of helper/store.c) */
-	setenv("ETCDFS_V3_BACKEND", "grpc", 1);
-	sg = store_new(&sc, &err);
-	unsetenv("ETCDFS_V3_BACKEND");
-	if (!sg) {
-		fprintf(stderr, "store over grpc: %s\n", err.msg);
-		return 1;
-	}
 	for (i = 0; i < reps; i++) {
 		t0 = now_ms();
-		if (store_list(sg, g_prefix, strlen(g_prefix), 0, &l, &err)) {
+		if (store_list(s, g_prefix, strlen(g_prefix), 0, &l, &err)) {
 			fprintf(stderr, "grpc list: %s\n", err.msg);
 			return 1;
 		}
@@ -221,25 +212,15 @@ int main(int argc, char **argv)
 			return 1;
 		tg[i] = now_ms() - t0;
 		tc[i] = g_call_ms;
-		t0 = now_ms();
-		if (store_list(s, g_prefix, strlen(g_prefix), 0, &l, &err)) {
-			fprintf(stderr, "json list: %s\n", err.msg);
-			return 1;
-		}
-		tj[i] = now_ms() - t0;
-		store_list_release(&l);
 	}
 	printf("grpc transport range: %.1f ms (median of %d), %zu keys, "
 	       "%zu value bytes\n", median(tg, reps), reps, keys, bytes);
 	printf("  of which the call (no decoding): %.1f ms\n",
 	       median(tc, reps));
-	printf("json gateway store_list: %.1f ms (median of %d)\n",
-	       median(tj, reps), reps);
-	printf("grpc backend store_list: %.1f ms (median of %d)\n",
-	       median(ts, reps), reps);
-	printf("%d writers x %d commits: json gateway %.0f/s, grpc %.0f/s\n",
-	       W_THREADS, W_COMMITS, commit_rate(s, "json"),
-	       commit_rate(sg, "grpc"));
+	printf("store_list: %.1f ms (median of %d)\n", median(ts, reps),
+	       reps);
+	printf("%d writers x %d commits through the store: %.0f/s\n",
+	       W_THREADS, W_COMMITS, commit_rate(s, "grpc"));
 	t0 = now_ms();
 	for (i = 0; i < 16; i++)
 		pthread_create(&th[i], NULL, many, NULL);
@@ -247,7 +228,6 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	printf("grpc transport, 16 threads x 500 small ranges: %.0f calls/s\n",
 	       16 * 500 / ((now_ms() - t0) / 1e3));
-	store_free(sg);
 	store_free(s);
 	grpc_transport_free(g_t);
 	return 0;

@@ -6,8 +6,9 @@
  * works under a key prefix of its own and cross-checks what etcd holds with
  * etcdctl, never with the store under test.  The cases that need another
  * etcd (TLS, auth) start it through tests/lib/etcd.sh (found through
- * TESTS_DIR) and stop it before returning, pass or fail; the hostile
- * replies come from tests/lib/garbage-server.py.
+ * TESTS_DIR) and stop it before returning, pass or fail; a silent peer
+ * comes from tests/lib/garbage-server.py, and the hostile replies are
+ * test_store_grpc.c's.
  *
  * What it cannot test: the etcd2 backend, clusters of several members,
  * and a peer that vanishes in the middle of a request.
@@ -2301,202 +2302,7 @@ static bool test_too_large(void)
 	return true;
 }
 
-/* ---- hostile servers ---- */
-
-enum { OP_REVISION = 1, OP_GET = 2, OP_LIST = 4, OP_CREATE = 8 };
-
-struct garbage_case {
-	const char *mode;
-	unsigned ops;
-	int want;	/* expected error */
-	int also;	/* also acceptable (0: none) */
-};
-
-static const struct garbage_case garbage_cases[] = {
-	{ "notjson", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
-	  STORE_EBADREPLY, 0 },
-	{ "truncated", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
-	  STORE_EBADREPLY, 0 },
-	/* a reply cut off by a closed connection: lost or bad, said so */
-	{ "short", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY,
-	  STORE_EUNREACHABLE },
-	{ "badrevision", OP_REVISION | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "badkvs", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "badbase64", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "badcount", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "oversized", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "error500", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
-	  STORE_EBADREPLY, 0 },
-	{ "nothttp", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "silent", OP_GET | OP_CREATE, STORE_ETIMEOUT, 0 },
-	/* accepted, then closed before any answer: nothing was received */
-	{ "close", OP_REVISION | OP_GET, STORE_EUNREACHABLE, STORE_EBADREPLY },
-};
-
-static bool garbage_op(struct store *s, const struct garbage_case *gc,
-		       unsigned op)
-{
-	struct store_error err = { 0 };
-	struct store_kv kv = { 0 };
-	struct store_list l = { 0 };
-	long long t0 = now_ms(), took;
-	int64_t rev = 0;
-	int rc = STORE_OK;
-	const char *name = "";
-
-	switch (op) {
-	case OP_REVISION:
-		name = "revision";
-		rc = store_revision(s, &rev, &err);
-		break;
-	case OP_GET:
-		name = "get";
-		rc = store_get(s, S("a"), 0, &kv, &err);
-		store_kv_release(&kv);
-		break;
-	case OP_LIST:
-		name = "list";
-		rc = store_list(s, "", 0, 0, &l, &err);
-		store_list_release(&l);
-		break;
-	case OP_CREATE:
-		name = "create";
-		rc = store_create(s, S("a"), S("v"), 0, NULL, &err);
-		break;
-	}
-	took = now_ms() - t0;
-	tap_diag("%s: %s -> %s (%lld ms): %s", gc->mode, name,
-		 store_errname(rc), took, err.msg);
-	if (rc != gc->want && (gc->also == 0 || rc != gc->also)) {
-		tap_diag("%s: %s returned %s, expected %s", gc->mode, name,
-			 store_errname(rc), store_errname(gc->want));
-		return false;
-	}
-	if (err.code != rc || err.msg[0] == '\0') {
-		tap_diag("%s: %s: err.code %d, empty message", gc->mode, name,
-			 err.code);
-		return false;
-	}
-	/* bounded: request timeout 1 s, plus connects and one retry */
-	if (took > 5000) {
-		tap_diag("%s: %s took %lld ms", gc->mode, name, took);
-		return false;
-	}
-	return true;
-}
-
-static bool test_garbage(const struct garbage_case *gc)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V3,
-		.connect_timeout_ms = 1000,
-		.request_timeout_ms = 1000,
-		.max_reply_size = 64 * 1024,
-	};
-	struct garbage g;
-	struct store *s;
-	bool ok = true;
-
-	if (!garbage_start(&g, gc->mode, 1u << 20))
-		return false;
-	cfg.endpoints = g.url;
-	s = store_open_cfg(&cfg);
-	if (!s) {
-		garbage_stop(&g);
-		return false;
-	}
-	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
-		if (gc->ops & op)
-			ok = garbage_op(s, gc, op) && ok;
-	store_free(s);
-	garbage_stop(&g);
-	return ok;
-}
-
-/* A watch on a server that answers rubbish reports it and stops promptly. */
-static bool test_garbage_watch(void)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V3,
-		.connect_timeout_ms = 1000,
-		.request_timeout_ms = 1000,
-	};
-	struct store_error err = { 0 };
-	struct store_watch *w = NULL;
-	struct garbage g, q;
-	struct evlog log;
-	struct store *s = NULL;
-	bool ok = false;
-	long long t0;
-
-	if (!garbage_start(&g, "notjson", 0))
-		return false;
-	if (!garbage_start(&q, "silent", 0)) {
-		garbage_stop(&g);
-		return false;
-	}
-	evlog_init(&log);
-	cfg.endpoints = g.url;
-	s = store_open_cfg(&cfg);
-	if (!s)
-		goto out;
-	if (store_watch(s, "", 0, true, 1, on_event, &log, &w, &err) ==
-	    STORE_OK) {
-		ok = evlog_wait(&log, 1, 10000) >= 1;
-		pthread_mutex_lock(&log.lock);
-		ok = ok && log.evs[0].type == STORE_EV_ERROR &&
-		     log.evs[0].err == STORE_EBADREPLY;
-		if (!ok)
-			tap_diag("%zu events from a rubbish watch, first "
-				 "type %d err %s", log.n,
-				 log.n ? (int)log.evs[0].type : -1,
-				 log.n ? store_errname(log.evs[0].err) : "");
-		pthread_mutex_unlock(&log.lock);
-		t0 = now_ms();
-		store_watch_stop(w);
-		w = NULL;
-		if (now_ms() - t0 > 3000) {
-			tap_diag("stopping the watch took %lld ms",
-				 now_ms() - t0);
-			ok = false;
-		}
-	} else {
-		/* refusing it at once is as good */
-		ok = err.code == STORE_EBADREPLY;
-		tap_diag("watch on rubbish: %s: %s", store_errname(err.code),
-			 err.msg);
-	}
-	store_free(s);
-
-	/* a server that never answers: the watch waits, and stops on demand */
-	cfg.endpoints = q.url;
-	s = store_open_cfg(&cfg);
-	if (!s) {
-		ok = false;
-		goto out;
-	}
-	memset(&err, 0, sizeof(err));
-	if (store_watch(s, "", 0, true, 1, on_event, &log, &w, &err) !=
-	    STORE_OK) {
-		tap_diag("watch on a silent server: %s", err.msg);
-		ok = false;
-		goto out;
-	}
-	sleep_ms(1500);
-	t0 = now_ms();
-	store_watch_stop(w);
-	w = NULL;
-	if (now_ms() - t0 > 3000) {
-		tap_diag("stopping a silent watch took %lld ms", now_ms() - t0);
-		ok = false;
-	}
-out:
-	store_free(s);
-	evlog_release(&log);
-	garbage_stop(&q);
-	garbage_stop(&g);
-	return ok;
-}
+/* ---- hostile servers (more in test_store_grpc.c) ---- */
 
 /* A request to a server that never answers times out in bounded time. */
 static bool test_timeout(void)
@@ -2993,11 +2799,6 @@ int main(void)
 	TAP_RUN(test_unreachable);
 	TAP_RUN(test_timeout);
 	TAP_RUN(test_too_large);
-	for (size_t i = 0; i < sizeof(garbage_cases) / sizeof(garbage_cases[0]);
-	     i++)
-		tap_ok(test_garbage(&garbage_cases[i]), "test_garbage_%s",
-		       garbage_cases[i].mode);
-	TAP_RUN(test_garbage_watch);
 	TAP_RUN(test_tls);
 	TAP_RUN(test_auth);
 	return tap_done(0);
