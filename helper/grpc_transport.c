@@ -50,101 +50,8 @@
 
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
-#include "grpc_transport.h"
+#include "grpc_transport_i.h"
 #include "store_i.h"
-
-#define GT_DEFAULT_CONNECT_MS	2000L
-#define GT_DEFAULT_REQUEST_MS	5000L
-#define GT_DEFAULT_MAX_MSG	((size_t)256 << 20)
-/* A stream's replies waiting for their reader, before HTTP/2 holds back. */
-#define GT_RECV_QUEUE_MAX	((size_t)8 << 20)
-#define GT_USER_AGENT		"etcdfs-grpc"
-/* "token: " and a token of at most 4096 bytes (etcd3_pb.c) */
-#define GT_HEADER_MAX		4200
-/* multi handles of parents kept after nested forks, at most */
-#define GT_STALE_MAX		4
-
-enum gt_h2 {
-	GT_H2_NONE,		/* no h2c connection known: next is a pioneer */
-	GT_H2_PIONEER,		/* one transfer is making the connection */
-	GT_H2_READY,		/* one is up: multiplex on it */
-};
-
-struct gt_msg {
-	struct gt_msg *next;
-	size_t len;
-	uint8_t data[];
-};
-
-struct gt_xfer {
-	struct grpc_transport *t;
-	CURL *easy;
-	struct curl_slist *headers;
-	char url[1024];
-	size_t ep_idx;
-	uint64_t ep_gen;
-	bool pioneer;		/* h2c prior knowledge on a fresh connection */
-	bool stream;
-
-	/* upload; unary: body[0..len), stream: sendq (under t->lock) */
-	const uint8_t *body;
-	size_t body_len, body_off;
-	uint8_t *sendq;
-	size_t sendq_len, sendq_cap;
-	bool send_paused;	/* under t->lock */
-	bool body_started;	/* a byte of the message was handed to curl */
-
-	/* download (the thread's, until done) */
-	struct grpc_reader rd;
-	struct grpc_status st;
-	int http_major;		/* of the status line; 0 before it */
-	bool too_many;		/* unary: a second message */
-	uint8_t *msg;		/* unary: the message */
-	size_t msg_len;
-	struct gt_msg *rq_head, *rq_tail;	/* stream: under t->lock */
-	size_t rq_bytes;
-	bool recv_paused;	/* under t->lock */
-
-	/* under t->lock */
-	bool unpause;		/* asked of the thread */
-	bool cancel;		/* asked of the thread: stream closed */
-	bool done;
-	CURLcode rc;
-	pthread_cond_t cond;	/* done, or a stream message queued */
-	struct gt_xfer *next;	/* t->pending or t->active */
-	char errbuf[CURL_ERROR_SIZE];
-};
-
-struct grpc_transport {
-	pthread_mutex_t lock;
-	pthread_cond_t h2_cond;		/* an h2c state changed */
-	char **endpoints;		/* under lock */
-	enum gt_h2 *h2;			/* under lock, one per endpoint */
-	size_t n_endpoints;		/* under lock */
-	size_t current;			/* under lock */
-	uint64_t gen;			/* under lock; bumped by set_endpoints */
-	uint64_t unreachable;		/* atomic */
-	int activity;			/* atomic: a callback moved bytes */
-
-	CURLM *multi;			/* swapped under lock after a fork */
-	pthread_t thread;
-	bool running;			/* under lock: thread started */
-	pid_t pid;			/* under lock: the process of both */
-	CURLM *stale[GT_STALE_MAX];	/* a parent's, after forks */
-	struct grpc_transport *all_next;	/* under gt_all_lock */
-	bool quit;			/* under lock */
-	struct gt_xfer *pending;	/* under lock: to be added */
-	struct gt_xfer *active;		/* under lock: in the multi */
-
-	pthread_mutex_t auth_lock;
-	char *token;			/* under auth_lock; "": auth off */
-	uint64_t token_gen;		/* under auth_lock */
-
-	/* read-only after grpc_transport_new */
-	char *user, *password, *cacert, *cert, *keyfile;
-	long connect_ms, request_ms;
-	size_t max_msg;
-};
 
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 static CURLcode gt_global_rc;
@@ -197,7 +104,7 @@ void grpc_reply_release(struct grpc_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static void gt_wipe_free(char *s)
+void gt_wipe_free(char *s)
 {
 	if (s) {
 		memset(s, 0, strlen(s));
@@ -247,7 +154,7 @@ nomem:
 
 /* ---- the thread ---- */
 
-static void gt_wake(struct grpc_transport *t)
+void gt_wake(struct grpc_transport *t)
 {
 	curl_multi_wakeup(t->multi);
 }
@@ -356,8 +263,7 @@ static void *gt_main(void *arg)
 /* ---- callbacks (on the thread) ---- */
 
 /* The h2c state of @x's endpoint becomes @st (if the list is the same). */
-static void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x,
-		      enum gt_h2 st)
+void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x, enum gt_h2 st)
 {
 	pthread_mutex_lock(&t->lock);
 	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints) {
@@ -490,7 +396,7 @@ static int gt_seek(void *arg, curl_off_t offset, int origin)
 
 /* ---- transfers ---- */
 
-static void gt_xfer_free(struct gt_xfer *x)
+void gt_xfer_free(struct gt_xfer *x)
 {
 	struct gt_msg *m, *next;
 
@@ -563,11 +469,10 @@ static void gt_choose(struct grpc_transport *t, struct gt_xfer *x, bool force)
  * A transfer of @path to @endpoint, with @token (NULL: none); unary with
  * @body, or a stream (@body NULL, its first frame queued by the caller).
  */
-static struct gt_xfer *gt_xfer_new(struct grpc_transport *t,
-				   const char *endpoint, size_t idx,
-				   uint64_t gen, const char *path,
-				   const uint8_t *body, size_t len,
-				   const char *token, bool force_pioneer)
+struct gt_xfer *gt_xfer_new(struct grpc_transport *t, const char *endpoint,
+			    size_t idx, uint64_t gen, const char *path,
+			    const uint8_t *body, size_t len, const char *token,
+			    bool force_pioneer)
 {
 	struct gt_xfer *x = calloc(1, sizeof(*x));
 	char timeout[32];
@@ -685,7 +590,7 @@ static bool gt_own(struct grpc_transport *t)
 }
 
 /* Hands @x to the thread; it is done at once if there can be none. */
-static void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
+void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
 {
 	pthread_mutex_lock(&t->lock);
 	if (!gt_own(t)) {
@@ -700,7 +605,7 @@ static void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
 	gt_wake(t);
 }
 
-static void gt_wait(struct grpc_transport *t, struct gt_xfer *x)
+void gt_wait(struct grpc_transport *t, struct gt_xfer *x)
 {
 	pthread_mutex_lock(&t->lock);
 	while (!x->done)
@@ -709,363 +614,10 @@ static void gt_wait(struct grpc_transport *t, struct gt_xfer *x)
 }
 
 /* A pioneer that ended before its headers leaves no connection behind. */
-static void gt_settle(struct grpc_transport *t, struct gt_xfer *x)
+void gt_settle(struct grpc_transport *t, struct gt_xfer *x)
 {
 	if (x->pioneer && x->http_major != 2)
 		gt_h2_set(t, x, GT_H2_NONE);
-}
-
-/* ---- outcomes ---- */
-
-enum gt_outcome {
-	GT_ANSWERED,		/* a gRPC status came */
-	GT_NOT_SENT,		/* try the next endpoint */
-	GT_HTTP1,		/* an HTTP/1 handler answered: again, as pioneer */
-	GT_FAILED,		/* an error, in the return code */
-};
-
-/* curl's description of @x's failure, lower case. */
-static void gt_describe(const struct gt_xfer *x, char *buf, size_t size)
-{
-	const char *s = curl_easy_strerror(x->rc);
-
-	if (x->errbuf[0] && !strstr(x->errbuf, s))
-		snprintf(buf, size, "%s (%s)", s, x->errbuf);
-	else
-		snprintf(buf, size, "%s", x->errbuf[0] ? x->errbuf : s);
-	if (buf[0] >= 'A' && buf[0] <= 'Z' && buf[1] >= 'a' && buf[1] <= 'z')
-		buf[0] = (char)(buf[0] - 'A' + 'a');
-}
-
-/*
- * What became of the done transfer @x: for GT_FAILED, *@rc and @err say
- * what; @sent says whether a byte of its message may have gone out.
- */
-static enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent,
-				  int *rc, struct store_error *err)
-{
-	bool started = __atomic_load_n(&x->body_started, __ATOMIC_ACQUIRE);
-	char what[400];
-
-	*sent = started;
-	*rc = 0;
-	if ((x->http_major == 1 && !x->st.is_grpc) ||
-	    x->rc == CURLE_GOT_NOTHING ||
-	    (!x->pioneer && x->rc == CURLE_UNSUPPORTED_PROTOCOL)) {
-		/*
-		 * etcd's HTTP/1 handler, a peer that answered the HTTP/2
-		 * preface with bytes that are not HTTP/2 (libcurl: "empty
-		 * reply"), or one that answered an h2c upgrade with HTTP/2
-		 * ("HTTP/0.9"): no gRPC method ran.
-		 */
-		*sent = false;
-		return GT_HTTP1;
-	}
-	if (x->rc == CURLE_OK || (x->rc == CURLE_WRITE_ERROR && x->too_many)) {
-		if (!x->st.is_grpc && !x->st.have_status) {
-			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
-					 "'%s' is not a gRPC server (HTTP/%d)",
-					 x->url, x->http_major);
-			return GT_FAILED;
-		}
-		if (x->st.bad_status || !x->st.have_status) {
-			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
-					 "no grpc-status from '%s'", x->url);
-			return GT_FAILED;
-		}
-		if (x->st.code == 0 && !x->stream &&
-		    (x->too_many || !x->msg || !grpc_reader_idle(&x->rd))) {
-			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
-					 "'%s' answered %s", x->url,
-					 x->too_many ? "more than one message" :
-					 "no whole message");
-			return GT_FAILED;
-		}
-		return GT_ANSWERED;
-	}
-	if (x->st.have_status && !x->st.bad_status && x->st.code != 0 &&
-	    x->st.is_grpc) {
-		/*
-		 * The server ended the call with an error status, then reset
-		 * the stream because our upload was not done (grpc-go does
-		 * that to a message over its limit): its status stands.
-		 */
-		return GT_ANSWERED;
-	}
-	if (x->rc == CURLE_WRITE_ERROR && x->rd.err < 0 &&
-	    x->rd.err != GRPC_READER_NOMEM) {
-		*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
-				 "reply from '%s': %s%s", x->url,
-				 grpc_reader_strerror(x->rd.err),
-				 x->rd.err == GRPC_READER_TOO_LARGE ?
-				 " (the cap on one message)" : "");
-		return GT_FAILED;
-	}
-	if (x->rc == CURLE_WRITE_ERROR || x->rc == CURLE_OUT_OF_MEMORY) {
-		*rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-				 "out of memory reading '%s'", x->url);
-		return GT_FAILED;
-	}
-	if (x->rc == CURLE_HTTP2_STREAM && !x->stream &&
-	    x->body_off < x->body_len) {
-		/*
-		 * The server reset the call before it had the whole message,
-		 * so it ran nothing: grpc-go answers a message over its limit
-		 * from the length prefix, then resets, and libcurl drops that
-		 * answer when it comes while the upload is going on.
-		 */
-		*rc = store_fail(err, STORE_ETOOLARGE, NULL, 0, 0,
-				 "'%s' refused a message of %zu bytes before "
-				 "reading it whole (over its limit)", x->url,
-				 x->body_len);
-		return GT_FAILED;
-	}
-	gt_describe(x, what, sizeof(what));
-	if (!started) {
-		store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0, "%s", what);
-		return GT_NOT_SENT;
-	}
-	if (x->rc == CURLE_OPERATION_TIMEDOUT)
-		*rc = store_fail(err, STORE_ETIMEOUT, NULL, 0, 0,
-				 "request to '%s' timed out after %ld ms, "
-				 "outcome unknown", x->url,
-				 x->t->request_ms);
-	else
-		*rc = store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-				 "connection to '%s' lost, outcome unknown: %s",
-				 x->url, what);
-	return GT_FAILED;
-}
-
-/*
- * The endpoint @i places after *@start (set to the current one when @i is
- * 0), copied, with its index and the list's generation.
- */
-static void gt_endpoint_at(struct grpc_transport *t, size_t i, size_t *start,
-			   char *buf, size_t size, size_t *idx, uint64_t *gen,
-			   size_t *n)
-{
-	pthread_mutex_lock(&t->lock);
-	if (i == 0 || *start >= t->n_endpoints)
-		*start = t->current;
-	*n = t->n_endpoints;
-	*idx = (*start + i) % t->n_endpoints;
-	*gen = t->gen;
-	snprintf(buf, size, "%s", t->endpoints[*idx]);
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* After a not-sent failure at @idx: the next endpoint becomes current. */
-static void gt_moved_on(struct grpc_transport *t, size_t idx, uint64_t gen,
-			size_t to)
-{
-	pthread_mutex_lock(&t->lock);
-	if (t->gen == gen && to < t->n_endpoints)
-		t->current = to;
-	if (t->gen == gen && idx < t->n_endpoints &&
-	    t->h2[idx] != GT_H2_PIONEER)
-		t->h2[idx] = GT_H2_NONE;
-	pthread_mutex_unlock(&t->lock);
-}
-
-/*
- * One unary call with @token, on the current endpoint and then the others
- * while it was not sent.
- */
-static int gt_perform(struct grpc_transport *t, const char *path,
-		      const uint8_t *req, size_t len, const char *token,
-		      struct grpc_reply *reply, bool *sent,
-		      struct store_error *err)
-{
-	char ep[1024], names[512] = "", what[300] = "";
-	struct store_error e = { 0 };
-	enum gt_outcome o = GT_NOT_SENT;
-	struct gt_xfer *x;
-	size_t i, n = 1, idx = 0, start = 0;
-	uint64_t gen = 0;
-	bool force = false, s = false;
-	int rc = 0;
-
-	memset(reply, 0, sizeof(*reply));
-	*sent = false;
-	for (i = 0; i < n; i++) {
-		gt_endpoint_at(t, i, &start, ep, sizeof(ep), &idx, &gen, &n);
-		x = gt_xfer_new(t, ep, idx, gen, path, req, len, token, force);
-		if (!x)
-			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-					  "out of memory");
-		gt_submit(t, x);
-		gt_wait(t, x);
-		gt_settle(t, x);
-		o = gt_outcome(x, &s, &rc, &e);
-		if (o == GT_HTTP1 && !force) {
-			/* the h2c connection was gone: make one, same place */
-			force = true;
-			i--;
-			gt_xfer_free(x);
-			continue;
-		}
-		force = false;
-		if (o == GT_ANSWERED) {
-			reply->code = x->st.code;
-			snprintf(reply->message, sizeof(reply->message), "%s",
-				 x->st.message);
-			if (x->st.code == 0) {
-				reply->msg = x->msg;
-				reply->len = x->msg_len;
-				x->msg = NULL;
-			}
-		}
-		gt_xfer_free(x);
-		*sent = s;
-		if (o != GT_NOT_SENT && o != GT_HTTP1)
-			break;
-		snprintf(what, sizeof(what), "%.290s", o == GT_HTTP1 ?
-			 "not a gRPC server (no HTTP/2)" : e.msg);
-		snprintf(names + strlen(names), sizeof(names) - strlen(names),
-			 "%s'%.200s'", i ? ", " : "", ep);
-		gt_moved_on(t, idx, gen, (idx + 1) % n);
-	}
-	if (o == GT_NOT_SENT || o == GT_HTTP1) {
-		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
-		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-				  "cannot reach %s: %s", names, what);
-	}
-	if (o == GT_FAILED) {
-		if (err)
-			*err = e;
-		return rc;
-	}
-	return 0;
-}
-
-/* ---- auth ---- */
-
-/* Gets a token into t->token; called with t->auth_lock held. */
-static int gt_authenticate(struct grpc_transport *t, struct store_error *err)
-{
-	struct grpc_reply reply;
-	struct store_error e = { 0 };
-	char *token = NULL;
-	uint8_t *req;
-	size_t len = 0;
-	bool sent;
-	int rc;
-
-	req = etcd3pb_req_authenticate(t->user, t->password, &len);
-	if (!req)
-		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-				  "out of memory");
-	rc = gt_perform(t, "/etcdserverpb.Auth/Authenticate", req, len, NULL,
-			&reply, &sent, err);
-	memset(req, 0, len);
-	free(req);
-	if (rc < 0)
-		return rc;
-	if (reply.code == GRPC_FAILED_PRECONDITION &&
-	    strstr(reply.message, "authentication is not enabled")) {
-		/* as etcdctl: no token, and calls go without one */
-		token = strdup("");
-	} else if (reply.code != 0) {
-		rc = store_fail(err, reply.code == GRPC_UNAVAILABLE ?
-				STORE_EUNREACHABLE : STORE_EUNAUTHENTICATED,
-				NULL, 0, 0, "authentication of '%s' failed: %s",
-				t->user, reply.message[0] ? reply.message :
-				grpc_code_name(reply.code));
-		grpc_reply_release(&reply);
-		return rc;
-	} else {
-		rc = etcd3pb_decode_authenticate(reply.msg, reply.len, &token,
-						 &e);
-		if (reply.msg)
-			memset(reply.msg, 0, reply.len);
-		grpc_reply_release(&reply);
-		if (rc < 0)
-			return store_fail(err, rc, NULL, 0, 0, "%s", e.msg);
-	}
-	grpc_reply_release(&reply);
-	if (!token)
-		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-				  "out of memory");
-	gt_wipe_free(t->token);
-	t->token = token;
-	t->token_gen++;
-	return 0;
-}
-
-/*
- * A copy of the token to send (NULL: none) and its generation;
- * authenticates first if there is none, or if @stale is the generation
- * the server refused.
- */
-static int gt_token(struct grpc_transport *t, bool renew, uint64_t stale,
-		    char **token, uint64_t *gen, struct store_error *err)
-{
-	int rc = 0;
-
-	*token = NULL;
-	if (!t->user)
-		return 0;
-	pthread_mutex_lock(&t->auth_lock);
-	if (!t->token || (renew && t->token_gen == stale))
-		rc = gt_authenticate(t, err);
-	if (rc == 0) {
-		*token = strdup(t->token);
-		*gen = t->token_gen;
-		if (!*token)
-			rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-					"out of memory");
-	}
-	pthread_mutex_unlock(&t->auth_lock);
-	return rc;
-}
-
-/* The token of generation @gen was refused: the next call gets another. */
-static void gt_token_stale(struct grpc_transport *t, uint64_t gen)
-{
-	pthread_mutex_lock(&t->auth_lock);
-	if (t->token_gen == gen && t->token) {
-		gt_wipe_free(t->token);
-		t->token = NULL;
-	}
-	pthread_mutex_unlock(&t->auth_lock);
-}
-
-/* etcd's answers to a missing, bad or expired token. */
-static bool gt_token_refused(int code, const char *message)
-{
-	return (code == GRPC_UNAUTHENTICATED &&
-		strstr(message, "invalid auth token")) ||
-	       (code == GRPC_INVALID_ARGUMENT &&
-		strstr(message, "user name is empty"));
-}
-
-int grpc_call(struct grpc_transport *t, const char *path, const uint8_t *req,
-	      size_t len, struct grpc_reply *reply, bool *sent,
-	      struct store_error *err)
-{
-	char *token = NULL;
-	uint64_t gen = 0;
-	bool s = false;
-	int rc = 0, attempt;
-
-	memset(reply, 0, sizeof(*reply));
-	for (attempt = 0; attempt < 2; attempt++) {
-		rc = gt_token(t, attempt > 0, gen, &token, &gen, err);
-		if (rc < 0)
-			break;
-		rc = gt_perform(t, path, req, len, token, reply, &s, err);
-		gt_wipe_free(token);
-		token = NULL;
-		if (rc < 0 || !t->user ||
-		    !gt_token_refused(reply->code, reply->message))
-			break;
-		/* refused for its token: not applied, and safe to send */
-		grpc_reply_release(reply);
-	}
-	if (sent)
-		*sent = s;
-	return rc;
 }
 
 /* ---- the transport ---- */
@@ -1248,217 +800,4 @@ void grpc_transport_skip(struct grpc_transport *t, const char *endpoint)
 uint64_t grpc_transport_unreachable_count(struct grpc_transport *t)
 {
 	return __atomic_load_n(&t->unreachable, __ATOMIC_RELAXED);
-}
-
-/* ---- streams ---- */
-
-struct grpc_stream {
-	struct grpc_transport *t;
-	struct gt_xfer *x;
-	uint64_t token_gen;
-	bool ended;		/* recv reported the end */
-};
-
-int grpc_stream_open(struct grpc_transport *t, const char *path,
-		     const uint8_t *first, size_t len,
-		     struct grpc_stream **out, struct store_error *err)
-{
-	struct grpc_stream *s;
-	char ep[1024], *token = NULL;
-	size_t idx, n, start = 0;
-	uint64_t gen;
-	int rc;
-
-	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-				  "out of memory");
-	s->t = t;
-	rc = gt_token(t, false, 0, &token, &s->token_gen, err);
-	if (rc < 0) {
-		free(s);
-		return rc;
-	}
-	gt_endpoint_at(t, 0, &start, ep, sizeof(ep), &idx, &gen, &n);
-	s->x = gt_xfer_new(t, ep, idx, gen, path, NULL, 0, token, false);
-	gt_wipe_free(token);
-	if (s->x) {
-		s->x->sendq = malloc(len);
-		if (s->x->sendq) {
-			memcpy(s->x->sendq, first, len);
-			s->x->sendq_len = s->x->sendq_cap = len;
-		}
-	}
-	if (!s->x || !s->x->sendq) {
-		gt_xfer_free(s->x);
-		free(s);
-		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-				  "out of memory");
-	}
-	gt_submit(t, s->x);
-	*out = s;
-	return 0;
-}
-
-int grpc_stream_send(struct grpc_stream *s, const uint8_t *frame, size_t len,
-		     struct store_error *err)
-{
-	struct gt_xfer *x = s->x;
-	struct grpc_transport *t = s->t;
-	size_t cap;
-	uint8_t *p;
-	bool wake = false;
-
-	pthread_mutex_lock(&t->lock);
-	if (x->done) {
-		pthread_mutex_unlock(&t->lock);
-		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-				  "the stream to '%s' has ended", x->url);
-	}
-	if (x->sendq_len + len > x->sendq_cap) {
-		cap = (x->sendq_len + len) * 2;
-		p = realloc(x->sendq, cap);
-		if (!p) {
-			pthread_mutex_unlock(&t->lock);
-			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-					  "out of memory");
-		}
-		x->sendq = p;
-		x->sendq_cap = cap;
-	}
-	memcpy(x->sendq + x->sendq_len, frame, len);
-	x->sendq_len += len;
-	if (x->send_paused) {
-		x->send_paused = false;
-		x->unpause = true;
-		wake = true;
-	}
-	pthread_mutex_unlock(&t->lock);
-	if (wake)
-		gt_wake(t);
-	return 0;
-}
-
-/* The end of a stream: its status, or why it broke. */
-static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
-			 struct store_error *err)
-{
-	struct gt_xfer *x = s->x;
-	enum gt_outcome o;
-	bool sent;
-	int rc;
-
-	if (!s->ended) {
-		s->ended = true;
-		gt_settle(s->t, x);
-	}
-	o = gt_outcome(x, &sent, &rc, err);
-	if (o == GT_NOT_SENT || o == GT_HTTP1) {
-		/* the next open goes to the next endpoint (or as pioneer) */
-		if (o == GT_NOT_SENT) {
-			__atomic_add_fetch(&s->t->unreachable, 1,
-					   __ATOMIC_RELAXED);
-			gt_moved_on(s->t, x->ep_idx, x->ep_gen,
-				    (x->ep_idx + 1) % (s->t->n_endpoints ?
-						       s->t->n_endpoints : 1));
-		} else {
-			gt_h2_set(s->t, x, GT_H2_NONE);
-		}
-		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-				  "cannot reach '%s': %s", x->url, o ==
-				  GT_HTTP1 ? "not a gRPC server (no HTTP/2)" :
-				  err ? err->msg : "not connected");
-	}
-	if (o == GT_FAILED) {
-		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE)
-			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-					  "stream from '%s' lost: %s", x->url,
-					  err ? err->msg : "");
-		return rc;
-	}
-	status->code = x->st.code;
-	snprintf(status->message, sizeof(status->message), "%s",
-		 x->st.message);
-	if (gt_token_refused(x->st.code, x->st.message))
-		gt_token_stale(s->t, s->token_gen);
-	return GRPC_STREAM_END;
-}
-
-int grpc_stream_recv(struct grpc_stream *s, long timeout_ms, uint8_t **msg,
-		     size_t *len, struct grpc_reply *status,
-		     struct store_error *err)
-{
-	struct gt_xfer *x = s->x;
-	struct grpc_transport *t = s->t;
-	struct gt_msg *m;
-	struct timespec ts;
-	bool wake = false, done;
-
-	*msg = NULL;
-	*len = 0;
-	memset(status, 0, sizeof(*status));
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&t->lock);
-	while (!x->rq_head && !x->done)
-		if (pthread_cond_timedwait(&x->cond, &t->lock, &ts) ==
-		    ETIMEDOUT)
-			break;
-	m = x->rq_head;
-	if (m) {
-		x->rq_head = m->next;
-		if (!x->rq_head)
-			x->rq_tail = NULL;
-		x->rq_bytes -= m->len;
-		if (x->recv_paused && x->rq_bytes < GT_RECV_QUEUE_MAX / 2) {
-			x->recv_paused = false;
-			x->unpause = true;
-			wake = true;
-		}
-	}
-	/* read with the queue: every message is queued before done is set */
-	done = x->done;
-	pthread_mutex_unlock(&t->lock);
-	if (wake)
-		gt_wake(t);
-	if (m) {
-		/* the message moves to the front of its node, over m->len */
-		*len = m->len;
-		memmove(m, m->data, *len);
-		*msg = (uint8_t *)m;
-		return GRPC_STREAM_MSG;
-	}
-	if (!done)
-		return GRPC_STREAM_IDLE;
-	return gt_stream_end(s, status, err);
-}
-
-void grpc_stream_token_rejected(struct grpc_stream *s)
-{
-	gt_token_stale(s->t, s->token_gen);
-}
-
-void grpc_stream_close(struct grpc_stream *s)
-{
-	struct grpc_transport *t;
-
-	if (!s)
-		return;
-	t = s->t;
-	pthread_mutex_lock(&t->lock);
-	if (!s->x->done) {
-		/* still pending: the thread adds it, then cancels it */
-		s->x->cancel = true;
-	}
-	pthread_mutex_unlock(&t->lock);
-	gt_wake(t);
-	gt_wait(t, s->x);
-	gt_xfer_free(s->x);
-	free(s);
 }
