@@ -54,16 +54,24 @@ static void g_sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* What a call is, for g_call. */
+#define G_READ		0u
+#define G_WRITE		(1u << 0)	/* it may change the store */
+#define G_BULK		(1u << 1)	/* its reply may be big */
+
 /*
- * Calls @path with @req (freed here) about @key; @write if it may change
- * the store.  Returns 0 with reply->code 0 and its message (released by
- * the caller), or an error with @err filled and nothing to release.
+ * Calls @path with @req (freed here) about @key, a call of @kind.
+ * Returns 0 with reply->code 0 and its message (released by the caller),
+ * or an error with @err filled and nothing to release.
  */
 static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
-		  const char *key, size_t key_len, bool write,
+		  const char *key, size_t key_len, unsigned kind,
 		  struct grpc_reply *reply, struct store_error *err)
 {
 	struct grpc_transport *t = etcd3g_transport(s);
+	bool write = kind & G_WRITE;
+	unsigned flags = (write ? 0 : GRPC_CALL_IDEMPOTENT) |
+			 (kind & G_BULK ? GRPC_CALL_BULK : 0);
 	char ep[1024];
 	bool sent, retry;
 	int rc, i;
@@ -73,7 +81,7 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 		return store_fail(err, STORE_EINTERNAL, key, key_len, 0,
 				  "out of memory");
 	for (i = 0;; i++) {
-		rc = grpc_call(t, path, req, len, reply, &sent, err);
+		rc = grpc_call(t, path, req, len, flags, reply, &sent, err);
 		if (rc < 0) {
 			free(req);
 			return g_rekey(err, rc, key, key_len, NULL);
@@ -207,6 +215,7 @@ static int g_init(struct store *s, struct store_error *err)
 	gc.connect_timeout_ms = s->cfg.connect_timeout_ms;
 	gc.request_timeout_ms = s->cfg.request_timeout_ms;
 	gc.max_msg_size = s->cfg.max_reply_size;
+	gc.max_value_size = store_max_value_size(s);
 	g->t = grpc_transport_new(&gc, err);
 	if (!g->t) {
 		free(g);
@@ -260,7 +269,9 @@ static int g_range_call(struct store *s, const struct etcd3pb_range_req *r,
 
 	memset(res, 0, sizeof(*res));
 	req = etcd3pb_req_range(r, &len);
-	rc = g_call(s, G_RANGE, req, len, r->key, r->key_len, false, &reply,
+	/* a range over many keys may be a big reply */
+	rc = g_call(s, G_RANGE, req, len, r->key, r->key_len,
+		    r->range_end && !r->count_only ? G_BULK : G_READ, &reply,
 		    err);
 	if (rc < 0)
 		return rc;
@@ -376,7 +387,7 @@ static int g_txn_call(struct store *s, uint8_t *req, size_t len,
 	int rc;
 
 	memset(txn, 0, sizeof(*txn));
-	rc = g_call(s, G_TXN, req, len, key, key_len, true, &reply, err);
+	rc = g_call(s, G_TXN, req, len, key, key_len, G_WRITE, &reply, err);
 	if (rc < 0)
 		return rc;
 	rc = etcd3pb_decode_txn(reply.msg, reply.len, txn, &e);
@@ -680,7 +691,7 @@ static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 
 	*id = 0;
 	req = etcd3pb_req_lease_grant(ttl, &len);
-	rc = g_call(s, path, req, len, NULL, 0, true, &reply, err);
+	rc = g_call(s, path, req, len, NULL, 0, G_WRITE, &reply, err);
 	if (rc < 0)
 		return rc;
 	rc = etcd3pb_decode_lease_grant(reply.msg, reply.len, id, &granted,
@@ -704,7 +715,7 @@ static int g_members(struct store *s, struct store_member **members,
 	*members = NULL;
 	*n = 0;
 	req = etcd3pb_req_members(&len);
-	rc = g_call(s, path, req, len, NULL, 0, false, &reply, err);
+	rc = g_call(s, path, req, len, NULL, 0, G_READ, &reply, err);
 	if (rc < 0)
 		return rc;
 	rc = etcd3pb_decode_members(reply.msg, reply.len, members, n, &e);

@@ -8,8 +8,9 @@
  * same endpoint.  With a user, a token is had from Auth/Authenticate
  * before the first call, and again once when etcd refuses the one sent.
  *
- * What it cannot do: retry a call that may have been sent (its outcome is
- * the caller's to resolve).
+ * A read (GRPC_CALL_IDEMPOTENT) whose answer was lost is sent again, twice
+ * at most.  What it cannot do: send a write again once it may have gone
+ * out; its outcome is the caller's to resolve.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,13 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 
 	*sent = started;
 	*rc = 0;
+	if (x->expired) {
+		*sent = false;
+		*rc = store_fail(err, STORE_ETIMEOUT, NULL, 0, 0,
+				 "waited %ld ms in line for '%s', not sent",
+				 x->t->request_ms + x->t->connect_ms, x->url);
+		return GT_FAILED;
+	}
 	if ((x->http_major == 1 && !x->st.is_grpc) ||
 	    x->rc == CURLE_GOT_NOTHING ||
 	    (!x->pioneer && x->rc == CURLE_UNSUPPORTED_PROTOCOL)) {
@@ -66,6 +74,14 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 					 "'%s' is not a gRPC server (HTTP/%d)",
 					 x->url, x->http_major);
 			return GT_FAILED;
+		}
+		if (!x->st.bad_status && !x->st.have_status && !x->stream &&
+		    x->msg && !x->too_many && grpc_reader_idle(&x->rd)) {
+			/* libcurl 7.88 loses it beside a big reply (lanes) */
+			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+					 "no grpc-status from '%s' after a "
+					 "whole reply, outcome unknown", x->url);
+			return GT_LOST;
 		}
 		if (x->st.bad_status || !x->st.have_status) {
 			*rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
@@ -133,7 +149,7 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 		*rc = store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 				 "connection to '%s' lost, outcome unknown: %s",
 				 x->url, what);
-	return GT_FAILED;
+	return x->rc == CURLE_OPERATION_TIMEDOUT ? GT_FAILED : GT_LOST;
 }
 
 /*
@@ -154,24 +170,26 @@ void gt_endpoint_at(struct grpc_transport *t, size_t i, size_t *start,
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* After a not-sent failure at @idx: the next endpoint becomes current. */
-void gt_moved_on(struct grpc_transport *t, size_t idx, uint64_t gen, size_t to)
+void gt_moved_on(struct grpc_transport *t, struct gt_lane *lane, size_t idx,
+		 uint64_t gen, size_t to)
 {
 	pthread_mutex_lock(&t->lock);
 	if (t->gen == gen && to < t->n_endpoints)
 		t->current = to;
 	if (t->gen == gen && idx < t->n_endpoints &&
-	    t->h2[idx] != GT_H2_PIONEER)
-		t->h2[idx] = GT_H2_NONE;
+	    lane->h2[idx] != GT_H2_PIONEER)
+		lane->h2[idx] = GT_H2_NONE;
 	pthread_mutex_unlock(&t->lock);
 }
 
 /*
- * One unary call with @token, on the current endpoint and then the others
- * while it was not sent.
+ * One unary call by @lane with @token, on the current endpoint and then
+ * the others while it was not sent; an @idempotent one again (at the same
+ * place, on a new connection if that was lost) when its answer was lost.
  */
-static int gt_perform(struct grpc_transport *t, const char *path,
-		      const uint8_t *req, size_t len, const char *token,
+static int gt_perform(struct grpc_transport *t, enum gt_lane_id lane,
+		      const char *path, const uint8_t *req, size_t len,
+		      const char *token, bool idempotent,
 		      struct grpc_reply *reply, bool *sent,
 		      struct store_error *err)
 {
@@ -182,13 +200,14 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 	size_t i, n = 1, idx = 0, start = 0;
 	uint64_t gen = 0;
 	bool force = false, s = false;
-	int rc = 0;
+	int rc = 0, lost = 0;
 
 	memset(reply, 0, sizeof(*reply));
 	*sent = false;
 	for (i = 0; i < n; i++) {
 		gt_endpoint_at(t, i, &start, ep, sizeof(ep), &idx, &gen, &n);
-		x = gt_xfer_new(t, ep, idx, gen, path, req, len, token, force);
+		x = gt_xfer_new(t, lane, ep, idx, gen, path, req, len, token,
+				force);
 		if (!x)
 			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
 					  "out of memory");
@@ -204,6 +223,13 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 			continue;
 		}
 		force = false;
+		if (o == GT_LOST && idempotent && lost++ < GT_LOST_RETRIES) {
+			if (x->rc != CURLE_OK)
+				gt_h2_set(t, x, GT_H2_NONE);
+			i--;
+			gt_xfer_free(x);
+			continue;
+		}
 		if (o == GT_ANSWERED) {
 			reply->code = x->st.code;
 			snprintf(reply->message, sizeof(reply->message), "%s",
@@ -222,14 +248,14 @@ static int gt_perform(struct grpc_transport *t, const char *path,
 			 "not a gRPC server (no HTTP/2)" : e.msg);
 		snprintf(names + strlen(names), sizeof(names) - strlen(names),
 			 "%s'%.200s'", i ? ", " : "", ep);
-		gt_moved_on(t, idx, gen, (idx + 1) % n);
+		gt_moved_on(t, &t->lanes[lane], idx, gen, (idx + 1) % n);
 	}
 	if (o == GT_NOT_SENT || o == GT_HTTP1) {
 		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
 		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 				  "cannot reach %s: %s", names, what);
 	}
-	if (o == GT_FAILED) {
+	if (o == GT_FAILED || o == GT_LOST) {
 		if (err)
 			*err = e;
 		return rc;
@@ -254,7 +280,8 @@ static int gt_authenticate(struct grpc_transport *t, struct store_error *err)
 	if (!req)
 		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
 				  "out of memory");
-	rc = gt_perform(t, "/etcdserverpb.Auth/Authenticate", req, len, NULL,
+	rc = gt_perform(t, GT_LANE_UNARY, "/etcdserverpb.Auth/Authenticate",
+			req, len, NULL, true,
 			&reply, &sent, err);
 	memset(req, 0, len);
 	free(req);
@@ -339,7 +366,7 @@ bool gt_token_refused(int code, const char *message)
 }
 
 int grpc_call(struct grpc_transport *t, const char *path, const uint8_t *req,
-	      size_t len, struct grpc_reply *reply, bool *sent,
+	      size_t len, unsigned flags, struct grpc_reply *reply, bool *sent,
 	      struct store_error *err)
 {
 	char *token = NULL;
@@ -352,7 +379,10 @@ int grpc_call(struct grpc_transport *t, const char *path, const uint8_t *req,
 		rc = gt_token(t, attempt > 0, gen, &token, &gen, err);
 		if (rc < 0)
 			break;
-		rc = gt_perform(t, path, req, len, token, reply, &s, err);
+		rc = gt_perform(t, flags & GRPC_CALL_BULK ? GT_LANE_BULK :
+				GT_LANE_UNARY, path, req, len, token,
+				(flags & GRPC_CALL_IDEMPOTENT) != 0, reply, &s,
+				err);
 		gt_wipe_free(token);
 		token = NULL;
 		if (rc < 0 || !t->user ||

@@ -53,7 +53,8 @@ int grpc_stream_open(struct grpc_transport *t, const char *path,
 		return rc;
 	}
 	gt_endpoint_at(t, 0, &start, ep, sizeof(ep), &idx, &gen, &n);
-	s->x = gt_xfer_new(t, ep, idx, gen, path, NULL, 0, token, false);
+	s->x = gt_xfer_new(t, GT_LANE_STREAM, ep, idx, gen, path, NULL, 0,
+			   token, false);
 	gt_wipe_free(token);
 	if (s->x) {
 		s->x->sendq = malloc(len);
@@ -108,7 +109,7 @@ int grpc_stream_send(struct grpc_stream *s, const uint8_t *frame, size_t len,
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (wake)
-		gt_wake(t);
+		gt_wake(x->lane);
 	return 0;
 }
 
@@ -131,7 +132,7 @@ static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 		if (o == GT_NOT_SENT) {
 			__atomic_add_fetch(&s->t->unreachable, 1,
 					   __ATOMIC_RELAXED);
-			gt_moved_on(s->t, x->ep_idx, x->ep_gen,
+			gt_moved_on(s->t, x->lane, x->ep_idx, x->ep_gen,
 				    (x->ep_idx + 1) % (s->t->n_endpoints ?
 						       s->t->n_endpoints : 1));
 		} else {
@@ -142,7 +143,7 @@ static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 				  GT_HTTP1 ? "not a gRPC server (no HTTP/2)" :
 				  err ? err->msg : "not connected");
 	}
-	if (o == GT_FAILED) {
+	if (o == GT_FAILED || o == GT_LOST) {
 		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 					  "stream from '%s' lost: %s", x->url,
@@ -198,7 +199,7 @@ int grpc_stream_recv(struct grpc_stream *s, long timeout_ms, uint8_t **msg,
 	done = x->done;
 	pthread_mutex_unlock(&t->lock);
 	if (wake)
-		gt_wake(t);
+		gt_wake(x->lane);
 	if (m) {
 		/* the message moves to the front of its node, over m->len */
 		*len = m->len;
@@ -229,7 +230,7 @@ void grpc_stream_close(struct grpc_stream *s)
 		s->x->cancel = true;
 	}
 	pthread_mutex_unlock(&t->lock);
-	gt_wake(t);
+	gt_wake(s->x->lane);
 	gt_wait(t, s->x);
 	gt_xfer_free(s->x);
 	free(s);

@@ -2,14 +2,17 @@
  * grpc_transport.c - gRPC over HTTP/2 on one libcurl multi handle
  * (grpc_transport.h)
  *
- * Why one thread and a multi handle: libcurl multiplexes HTTP/2 streams
+ * Why a thread and a multi handle: libcurl multiplexes HTTP/2 streams
  * only among the transfers of one multi handle.  Easy handles in threads
  * of their own that share connections through a CURLSH do not multiplex
  * (measured with Debian 12's curl 7.88.1: eight threads sharing one h2c
  * connection that way hung within seconds, holding 16 connections).  So
- * callers hand their transfers to the transport's thread, which adds
+ * callers hand their transfers to a thread of the transport, which adds
  * them to its multi handle and signals each caller when its transfer is
- * done; callbacks run on that thread and only copy bytes.
+ * done; callbacks run on that thread and only copy bytes.  There are
+ * three such lanes (unary calls, big ranges one at a time, streams), each
+ * with its connections: grpc_transport_i.h says why.  Easy handles are
+ * kept for the next call of their lane, with their receive buffers.
  *
  * Debian 12's curl 7.88.1 also fails every reuse of a connection made
  * with CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE ("Error in the HTTP2 framing
@@ -33,8 +36,10 @@
  * call fails and is reported as "sent, outcome unknown".
  *
  * Lock order: t->auth_lock, then t->lock.  t->lock guards the lists
- * handed to the thread, each transfer's queues and flags, the endpoint
- * list and the h2c states; it is never held while calling libcurl.
+ * handed to the lanes' threads, each transfer's queues and flags, the
+ * endpoint list, the h2c states and the kept easy handles; it is never
+ * held while calling libcurl (but for cleaning up handles no transfer
+ * uses, after a fork).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -122,7 +127,7 @@ static void gt_free_endpoints(char **eps, size_t n)
 }
 
 static int gt_copy_endpoints(const char *const *eps, size_t n, char ***out,
-			     enum gt_h2 **h2, struct store_error *err)
+			     struct store_error *err)
 {
 	char **copy;
 	size_t i;
@@ -135,8 +140,7 @@ static int gt_copy_endpoints(const char *const *eps, size_t n, char ***out,
 					  "bad endpoint '%.100s'",
 					  eps[i] ? eps[i] : "");
 	copy = calloc(n, sizeof(*copy));
-	*h2 = calloc(n, sizeof(**h2));
-	if (!copy || !*h2)
+	if (!copy)
 		goto nomem;
 	for (i = 0; i < n; i++) {
 		copy[i] = strdup(eps[i]);
@@ -147,49 +151,111 @@ static int gt_copy_endpoints(const char *const *eps, size_t n, char ***out,
 	return 0;
 nomem:
 	gt_free_endpoints(copy, n);
-	free(*h2);
-	*h2 = NULL;
 	return store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
 }
 
-/* ---- the thread ---- */
-
-void gt_wake(struct grpc_transport *t)
+/* The h2c states of @n endpoints, one array per lane; false on ENOMEM. */
+static bool gt_h2_new(enum gt_h2 *h2[GT_LANES], size_t n)
 {
-	curl_multi_wakeup(t->multi);
+	int i;
+
+	for (i = 0; i < GT_LANES; i++) {
+		h2[i] = calloc(n, sizeof(*h2[i]));
+		if (!h2[i]) {
+			while (i > 0)
+				free(h2[--i]);
+			return false;
+		}
+	}
+	return true;
 }
 
-/* Marks @x done (called by the thread, without t->lock). */
-static void gt_finish(struct grpc_transport *t, struct gt_xfer *x,
-		      CURLcode rc)
+/* ---- the threads ---- */
+
+void gt_wake(struct gt_lane *lane)
+{
+	curl_multi_wakeup(lane->multi);
+}
+
+static long long gt_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Marks @x done, with t->lock held. */
+static void gt_done_locked(struct gt_xfer *x, CURLcode rc)
+{
+	x->next = NULL;
+	x->rc = rc;
+	x->done = true;
+	pthread_cond_broadcast(&x->cond);
+}
+
+/* Marks @x done (called by the lane's thread, without t->lock). */
+static void gt_finish(struct gt_lane *lane, struct gt_xfer *x, CURLcode rc)
 {
 	struct gt_xfer **pp;
 
-	curl_multi_remove_handle(t->multi, x->easy);
-	pthread_mutex_lock(&t->lock);
-	for (pp = &t->active; *pp; pp = &(*pp)->next) {
+	curl_multi_remove_handle(lane->multi, x->easy);
+	pthread_mutex_lock(&lane->t->lock);
+	for (pp = &lane->active; *pp; pp = &(*pp)->next) {
 		if (*pp == x) {
 			*pp = x->next;
 			break;
 		}
 	}
+	gt_done_locked(x, rc);
+	pthread_mutex_unlock(&lane->t->lock);
+}
+
+/*
+ * The transfers to add now (t->lock held): all of them, or in a serial
+ * lane the first, once the one before is done; those that waited in line
+ * past a request timeout end unsent.
+ */
+static struct gt_xfer *gt_take_pending(struct gt_lane *lane)
+{
+	struct grpc_transport *t = lane->t;
+	struct gt_xfer *x;
+	long long now;
+
+	if (!lane->serial) {
+		x = lane->pending;
+		lane->pending = lane->pending_tail = NULL;
+		return x;
+	}
+	now = gt_now_ms();
+	while ((x = lane->pending) &&
+	       now - x->queued_ms > t->request_ms + t->connect_ms) {
+		lane->pending = x->next;
+		x->expired = true;
+		gt_done_locked(x, CURLE_OPERATION_TIMEDOUT);
+	}
+	if (!lane->pending)
+		lane->pending_tail = NULL;
+	if (lane->active || !lane->pending)
+		return NULL;
+	x = lane->pending;
+	lane->pending = x->next;
+	if (!lane->pending)
+		lane->pending_tail = NULL;
 	x->next = NULL;
-	x->rc = rc;
-	x->done = true;
-	pthread_cond_broadcast(&x->cond);
-	pthread_mutex_unlock(&t->lock);
+	return x;
 }
 
 /* Adds what callers handed over, and does what they asked of streams. */
-static void gt_take_work(struct grpc_transport *t)
+static void gt_take_work(struct gt_lane *lane)
 {
+	struct grpc_transport *t = lane->t;
 	struct gt_xfer *add, *x, *next, *unpause[64], *cancel[64];
 	size_t n_un = 0, n_ca = 0, i;
 
 	pthread_mutex_lock(&t->lock);
-	add = t->pending;
-	t->pending = NULL;
-	for (x = t->active; x; x = x->next) {
+	add = gt_take_pending(lane);
+	for (x = lane->active; x; x = x->next) {
 		if (x->cancel && n_ca < 64) {
 			x->cancel = false;
 			cancel[n_ca++] = x;
@@ -202,49 +268,46 @@ static void gt_take_work(struct grpc_transport *t)
 
 	for (x = add; x; x = next) {
 		next = x->next;
-		if (curl_multi_add_handle(t->multi, x->easy) != CURLM_OK) {
-			x->next = NULL;
+		if (curl_multi_add_handle(lane->multi, x->easy) != CURLM_OK) {
 			pthread_mutex_lock(&t->lock);
-			x->rc = CURLE_OUT_OF_MEMORY;
-			x->done = true;
-			pthread_cond_broadcast(&x->cond);
+			gt_done_locked(x, CURLE_OUT_OF_MEMORY);
 			pthread_mutex_unlock(&t->lock);
 			continue;
 		}
 		pthread_mutex_lock(&t->lock);
-		x->next = t->active;
-		t->active = x;
+		x->next = lane->active;
+		lane->active = x;
 		pthread_mutex_unlock(&t->lock);
 	}
 	/* curl_easy_pause() may call the callbacks, which take t->lock */
 	for (i = 0; i < n_un; i++)
 		curl_easy_pause(unpause[i]->easy, CURLPAUSE_CONT);
 	for (i = 0; i < n_ca; i++)
-		gt_finish(t, cancel[i], CURLE_ABORTED_BY_CALLBACK);
+		gt_finish(lane, cancel[i], CURLE_ABORTED_BY_CALLBACK);
 }
 
 static void *gt_main(void *arg)
 {
-	struct grpc_transport *t = arg;
+	struct gt_lane *lane = arg;
 	struct CURLMsg *m;
 	int running, left;
 	bool quit;
 
 	for (;;) {
-		gt_take_work(t);
-		curl_multi_perform(t->multi, &running);
-		while ((m = curl_multi_info_read(t->multi, &left))) {
+		gt_take_work(lane);
+		curl_multi_perform(lane->multi, &running);
+		while ((m = curl_multi_info_read(lane->multi, &left))) {
 			struct gt_xfer *x = NULL;
 
 			if (m->msg != CURLMSG_DONE)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
 					  (char **)&x);
-			gt_finish(t, x, m->data.result);
+			gt_finish(lane, x, m->data.result);
 		}
-		pthread_mutex_lock(&t->lock);
-		quit = t->quit && !t->active && !t->pending;
-		pthread_mutex_unlock(&t->lock);
+		pthread_mutex_lock(&lane->t->lock);
+		quit = lane->quit && !lane->active && !lane->pending;
+		pthread_mutex_unlock(&lane->t->lock);
 		if (quit)
 			break;
 		/*
@@ -252,10 +315,10 @@ static void *gt_main(void *arg)
 		 * curl 7.88 may hold HTTP/2 data it read (or a window
 		 * update to send) that no socket event will announce.
 		 */
-		if (__atomic_exchange_n(&t->activity, 0, __ATOMIC_ACQ_REL))
-			curl_multi_poll(t->multi, NULL, 0, 0, NULL);
+		if (__atomic_exchange_n(&lane->activity, 0, __ATOMIC_ACQ_REL))
+			curl_multi_poll(lane->multi, NULL, 0, 0, NULL);
 		else
-			curl_multi_poll(t->multi, NULL, 0, 1000, NULL);
+			curl_multi_poll(lane->multi, NULL, 0, 1000, NULL);
 	}
 	return NULL;
 }
@@ -267,7 +330,7 @@ void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x, enum gt_h2 st)
 {
 	pthread_mutex_lock(&t->lock);
 	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints) {
-		t->h2[x->ep_idx] = st;
+		x->lane->h2[x->ep_idx] = st;
 		pthread_cond_broadcast(&t->h2_cond);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -329,7 +392,7 @@ static size_t gt_write(char *data, size_t size, size_t n, void *arg)
 	struct gt_xfer *x = arg;
 	size_t len = size * n;
 
-	__atomic_store_n(&x->t->activity, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&x->lane->activity, 1, __ATOMIC_RELEASE);
 	/* an HTTP/1 or error page is not gRPC: drop it, it says enough */
 	if (!x->st.is_grpc)
 		return len;
@@ -353,7 +416,7 @@ static size_t gt_read(char *buf, size_t size, size_t n, void *arg)
 	struct gt_xfer *x = arg;
 	size_t room = size * n, k;
 
-	__atomic_store_n(&x->t->activity, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&x->lane->activity, 1, __ATOMIC_RELEASE);
 	if (!x->stream) {
 		k = x->body_len - x->body_off;
 		if (k > room)
@@ -396,6 +459,43 @@ static int gt_seek(void *arg, curl_off_t offset, int origin)
 
 /* ---- transfers ---- */
 
+/* An easy handle of @lane's, reused if there is one (reset). */
+static CURL *gt_easy_get(struct gt_lane *lane)
+{
+	CURL *c = NULL;
+
+	pthread_mutex_lock(&lane->t->lock);
+	if (lane->n_idle)
+		c = lane->idle[--lane->n_idle];
+	pthread_mutex_unlock(&lane->t->lock);
+	if (!c)
+		return curl_easy_init();
+	curl_easy_reset(c);
+	return c;
+}
+
+/* Keeps the easy handle of the done transfer @x for the next call. */
+static void gt_easy_put(struct gt_xfer *x)
+{
+	struct gt_lane *lane = x->lane;
+	size_t got = 0;
+	bool kept = false;
+	curl_off_t n;
+
+	if (curl_easy_getinfo(x->easy, CURLINFO_SIZE_DOWNLOAD_T, &n) ==
+	    CURLE_OK && n > 0)
+		got = (size_t)n;
+	pthread_mutex_lock(&lane->t->lock);
+	if (x->done && got <= GT_IDLE_BYTES && lane->n_idle < GT_IDLE_MAX &&
+	    lane->pid == getpid()) {
+		lane->idle[lane->n_idle++] = x->easy;
+		kept = true;
+	}
+	pthread_mutex_unlock(&lane->t->lock);
+	if (!kept)
+		curl_easy_cleanup(x->easy);
+}
+
 void gt_xfer_free(struct gt_xfer *x)
 {
 	struct gt_msg *m, *next;
@@ -403,7 +503,7 @@ void gt_xfer_free(struct gt_xfer *x)
 	if (!x)
 		return;
 	if (x->easy)
-		curl_easy_cleanup(x->easy);
+		gt_easy_put(x);
 	curl_slist_free_all(x->headers);
 	grpc_reader_release(&x->rd);
 	free(x->msg);
@@ -449,15 +549,15 @@ static void gt_choose(struct grpc_transport *t, struct gt_xfer *x, bool force)
 	pthread_mutex_lock(&t->lock);
 	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints) {
 		if (force)
-			t->h2[x->ep_idx] = GT_H2_NONE;
-		while (x->ep_gen == t->gen && t->h2[x->ep_idx] == GT_H2_PIONEER)
+			x->lane->h2[x->ep_idx] = GT_H2_NONE;
+		while (x->ep_gen == t->gen && x->lane->h2[x->ep_idx] == GT_H2_PIONEER)
 			if (pthread_cond_timedwait(&t->h2_cond, &t->lock,
 						   &ts) == ETIMEDOUT)
 				break;
-		if (x->ep_gen != t->gen || t->h2[x->ep_idx] != GT_H2_READY) {
+		if (x->ep_gen != t->gen || x->lane->h2[x->ep_idx] != GT_H2_READY) {
 			x->pioneer = true;
 			if (x->ep_gen == t->gen)
-				t->h2[x->ep_idx] = GT_H2_PIONEER;
+				x->lane->h2[x->ep_idx] = GT_H2_PIONEER;
 		}
 	} else {
 		x->pioneer = true;
@@ -469,10 +569,10 @@ static void gt_choose(struct grpc_transport *t, struct gt_xfer *x, bool force)
  * A transfer of @path to @endpoint, with @token (NULL: none); unary with
  * @body, or a stream (@body NULL, its first frame queued by the caller).
  */
-struct gt_xfer *gt_xfer_new(struct grpc_transport *t, const char *endpoint,
-			    size_t idx, uint64_t gen, const char *path,
-			    const uint8_t *body, size_t len, const char *token,
-			    bool force_pioneer)
+struct gt_xfer *gt_xfer_new(struct grpc_transport *t, enum gt_lane_id lane,
+			    const char *endpoint, size_t idx, uint64_t gen,
+			    const char *path, const uint8_t *body, size_t len,
+			    const char *token, bool force_pioneer)
 {
 	struct gt_xfer *x = calloc(1, sizeof(*x));
 	char timeout[32];
@@ -482,6 +582,7 @@ struct gt_xfer *gt_xfer_new(struct grpc_transport *t, const char *endpoint,
 		return NULL;
 	pthread_cond_init(&x->cond, NULL);
 	x->t = t;
+	x->lane = &t->lanes[lane];
 	x->ep_idx = idx;
 	x->ep_gen = gen;
 	x->stream = body == NULL;
@@ -489,9 +590,10 @@ struct gt_xfer *gt_xfer_new(struct grpc_transport *t, const char *endpoint,
 	x->body_len = len;
 	grpc_reader_init(&x->rd, t->max_msg);
 	snprintf(x->url, sizeof(x->url), "%s%s", endpoint, path);
-	x->easy = c = curl_easy_init();
+	x->easy = c = gt_easy_get(x->lane);
 	if (!c)
 		goto fail;
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, x->lane->buffer);
 	if (!gt_add_header(&x->headers, "content-type", "application/grpc") ||
 	    !gt_add_header(&x->headers, "te", "trailers"))
 		goto fail;
@@ -556,53 +658,71 @@ fail:
 static void *gt_main(void *arg);
 static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
+static CURLM *gt_multi_new(const struct gt_lane *lane)
+{
+	CURLM *m = curl_multi_init();
+
+	if (m)
+		curl_multi_setopt(m, CURLMOPT_PIPELINING, lane->serial ?
+				  CURLPIPE_NOTHING : CURLPIPE_MULTIPLEX);
+	return m;
+}
+
 /*
- * Makes the multi handle and the thread this process's (t->lock held):
- * in a child of fork() both are its parent's, the thread is not there
- * and the connections are shared, so it gets a new multi handle (no
+ * Makes the multi handle and the thread of @lane this process's (t->lock
+ * held): in a child of fork() both are its parent's, the thread is not
+ * there and the connections are shared, so it gets a new multi handle (no
  * call of the parent's is the child's to finish) and starts the thread.
  */
-static bool gt_own(struct grpc_transport *t)
+static bool gt_own(struct gt_lane *lane)
 {
 	size_t i;
 	CURLM *m;
 
-	if (t->pid != getpid()) {
-		m = curl_multi_init();
+	if (lane->pid != getpid()) {
+		m = gt_multi_new(lane);
 		if (!m)
 			return false;
-		curl_multi_setopt(m, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-		for (i = 0; i < GT_STALE_MAX && t->stale[i]; i++)
+		for (i = 0; i < GT_STALE_MAX && lane->stale[i]; i++)
 			;
 		if (i < GT_STALE_MAX)
-			t->stale[i] = t->multi;
-		t->multi = m;
-		t->pid = getpid();
-		t->running = false;
-		t->pending = NULL;
-		t->active = NULL;
-		for (i = 0; i < t->n_endpoints; i++)
-			t->h2[i] = GT_H2_NONE;
+			lane->stale[i] = lane->multi;
+		lane->multi = m;
+		lane->pid = getpid();
+		lane->running = false;
+		lane->pending = lane->pending_tail = NULL;
+		lane->active = NULL;
+		while (lane->n_idle)
+			curl_easy_cleanup(lane->idle[--lane->n_idle]);
+		for (i = 0; i < lane->t->n_endpoints; i++)
+			lane->h2[i] = GT_H2_NONE;
 	}
-	if (!t->running && gt_thread_start(&t->thread, gt_main, t) == 0)
-		t->running = true;
-	return t->running;
+	if (!lane->running &&
+	    gt_thread_start(&lane->thread, gt_main, lane) == 0)
+		lane->running = true;
+	return lane->running;
 }
 
-/* Hands @x to the thread; it is done at once if there can be none. */
+/* Hands @x to its lane; it is done at once if the lane can have no thread. */
 void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
 {
+	struct gt_lane *lane = x->lane;
+
 	pthread_mutex_lock(&t->lock);
-	if (!gt_own(t)) {
-		x->rc = CURLE_OUT_OF_MEMORY;
-		x->done = true;
+	if (!gt_own(lane)) {
+		gt_done_locked(x, CURLE_OUT_OF_MEMORY);
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	x->next = t->pending;
-	t->pending = x;
+	x->queued_ms = gt_now_ms();
+	x->next = NULL;
+	if (lane->pending_tail)
+		lane->pending_tail->next = x;
+	else
+		lane->pending = x;
+	lane->pending_tail = x;
 	pthread_mutex_unlock(&t->lock);
-	gt_wake(t);
+	gt_wake(lane);
 }
 
 void gt_wait(struct grpc_transport *t, struct gt_xfer *x)
@@ -635,9 +755,45 @@ static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 	return rc;
 }
 
+/*
+ * The lanes' settings, their h2c states in @h2 (stolen); unary and stream
+ * buffers hold a value of @max_value bytes.
+ */
+static bool gt_lanes_init(struct grpc_transport *t, enum gt_h2 *h2[GT_LANES],
+			  size_t max_value)
+{
+	long whole = max_value > (size_t)CURL_MAX_READ_SIZE ?
+		     (long)CURL_MAX_READ_SIZE : (long)max_value;
+	long buffers[GT_LANES];
+	bool ok = true;
+	int i;
+
+	whole += GT_BUFFER_SLACK;
+	if (whole > (long)CURL_MAX_READ_SIZE)
+		whole = CURL_MAX_READ_SIZE;
+	buffers[GT_LANE_UNARY] = whole;
+	buffers[GT_LANE_BULK] = GT_BULK_BUFFER;
+	buffers[GT_LANE_STREAM] = whole;
+
+	for (i = 0; i < GT_LANES; i++) {
+		struct gt_lane *lane = &t->lanes[i];
+
+		lane->t = t;
+		lane->serial = i == GT_LANE_BULK;
+		lane->buffer = buffers[i];
+		lane->h2 = h2[i];
+		/* the thread starts with the lane's first call (gt_own) */
+		lane->pid = getpid();
+		lane->multi = gt_multi_new(lane);
+		ok = ok && lane->multi;
+	}
+	return ok;
+}
+
 struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cfg,
 					  struct store_error *err)
 {
+	enum gt_h2 *h2[GT_LANES];
 	struct grpc_transport *t;
 	bool ok = true;
 
@@ -659,11 +815,20 @@ struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cf
 		return NULL;
 	}
 	if (gt_copy_endpoints(cfg->endpoints, cfg->n_endpoints, &t->endpoints,
-			      &t->h2, err) < 0) {
+			      err) < 0) {
 		free(t);
 		return NULL;
 	}
 	t->n_endpoints = cfg->n_endpoints;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->auth_lock, NULL);
+	pthread_cond_init(&t->h2_cond, NULL);
+	if (!gt_h2_new(h2, t->n_endpoints)) {
+		store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
+		goto fail;
+	}
+	ok = gt_lanes_init(t, h2, cfg->max_value_size ? cfg->max_value_size :
+			   GT_DEFAULT_MAX_VALUE);
 #define GT_DUP(f, v) do { if (v) { t->f = strdup(v); ok = ok && t->f; } } while (0)
 	GT_DUP(user, cfg->user);
 	GT_DUP(password, cfg->password);
@@ -676,35 +841,52 @@ struct grpc_transport *grpc_transport_new(const struct grpc_transport_config *cf
 	t->request_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms :
 			GT_DEFAULT_REQUEST_MS;
 	t->max_msg = cfg->max_msg_size ? cfg->max_msg_size : GT_DEFAULT_MAX_MSG;
-	pthread_mutex_init(&t->lock, NULL);
-	pthread_mutex_init(&t->auth_lock, NULL);
-	pthread_cond_init(&t->h2_cond, NULL);
-	t->multi = curl_multi_init();
-	if (!ok || !t->multi) {
+	if (!ok) {
 		store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
 		goto fail;
 	}
-	curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-	/* the thread starts with the first call (gt_own) */
-	t->pid = getpid();
 	pthread_mutex_lock(&gt_all_lock);
 	t->all_next = gt_all;
 	gt_all = t;
 	pthread_mutex_unlock(&gt_all_lock);
 	return t;
 fail:
-	if (t->multi)
-		curl_multi_cleanup(t->multi);
-	t->multi = NULL;
 	grpc_transport_free(t);
 	return NULL;
+}
+
+/* Stops the lane's thread (if this process has it) and frees the lane. */
+static void gt_lane_release(struct gt_lane *lane)
+{
+	bool join;
+	size_t i;
+
+	pthread_mutex_lock(&lane->t->lock);
+	lane->quit = true;
+	join = lane->running && lane->pid == getpid();
+	pthread_mutex_unlock(&lane->t->lock);
+	if (join) {
+		gt_wake(lane);
+		pthread_join(lane->thread, NULL);
+	}
+	/*
+	 * A parent's multi handle goes too: this closes this process's
+	 * copies of its sockets (a daemon's parent has long exited).
+	 */
+	for (i = 0; i < GT_STALE_MAX; i++)
+		if (lane->stale[i])
+			curl_multi_cleanup(lane->stale[i]);
+	if (lane->multi)
+		curl_multi_cleanup(lane->multi);
+	while (lane->n_idle)
+		curl_easy_cleanup(lane->idle[--lane->n_idle]);
+	free(lane->h2);
 }
 
 void grpc_transport_free(struct grpc_transport *t)
 {
 	struct grpc_transport **pp;
-	bool join;
-	size_t i;
+	int i;
 
 	if (!t)
 		return;
@@ -716,28 +898,12 @@ void grpc_transport_free(struct grpc_transport *t)
 		}
 	}
 	pthread_mutex_unlock(&gt_all_lock);
-	pthread_mutex_lock(&t->lock);
-	t->quit = true;
-	join = t->running && t->pid == getpid();
-	pthread_mutex_unlock(&t->lock);
-	if (join) {
-		gt_wake(t);
-		pthread_join(t->thread, NULL);
-	}
-	/*
-	 * A parent's multi handle goes too: this closes this process's
-	 * copies of its sockets (a daemon's parent has long exited).
-	 */
-	for (i = 0; i < GT_STALE_MAX; i++)
-		if (t->stale[i])
-			curl_multi_cleanup(t->stale[i]);
-	if (t->multi)
-		curl_multi_cleanup(t->multi);
+	for (i = 0; i < GT_LANES; i++)
+		gt_lane_release(&t->lanes[i]);
 	pthread_cond_destroy(&t->h2_cond);
 	pthread_mutex_destroy(&t->auth_lock);
 	pthread_mutex_destroy(&t->lock);
 	gt_free_endpoints(t->endpoints, t->n_endpoints);
-	free(t->h2);
 	gt_wipe_free(t->token);
 	free(t->user);
 	gt_wipe_free(t->password);
@@ -761,12 +927,17 @@ int grpc_transport_set_endpoints(struct grpc_transport *t,
 				 const char *const *endpoints, size_t n,
 				 struct store_error *err)
 {
+	enum gt_h2 *h2[GT_LANES], *old_h2;
 	char **copy, **old;
-	enum gt_h2 *h2, *old_h2;
 	size_t i, old_n, current = 0;
 
-	if (gt_copy_endpoints(endpoints, n, &copy, &h2, err) < 0)
+	if (gt_copy_endpoints(endpoints, n, &copy, err) < 0)
 		return err ? err->code : STORE_EINVAL;
+	if (!gt_h2_new(h2, n)) {
+		gt_free_endpoints(copy, n);
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "out of memory");
+	}
 	pthread_mutex_lock(&t->lock);
 	for (i = 0; i < n; i++) {
 		if (strcmp(copy[i], t->endpoints[t->current]) == 0) {
@@ -775,17 +946,21 @@ int grpc_transport_set_endpoints(struct grpc_transport *t,
 		}
 	}
 	old = t->endpoints;
-	old_h2 = t->h2;
 	old_n = t->n_endpoints;
 	t->endpoints = copy;
-	t->h2 = h2;
 	t->n_endpoints = n;
 	t->current = current;
 	t->gen++;
+	for (i = 0; i < GT_LANES; i++) {
+		old_h2 = t->lanes[i].h2;
+		t->lanes[i].h2 = h2[i];
+		h2[i] = old_h2;
+	}
 	pthread_cond_broadcast(&t->h2_cond);
 	pthread_mutex_unlock(&t->lock);
 	gt_free_endpoints(old, old_n);
-	free(old_h2);
+	for (i = 0; i < GT_LANES; i++)
+		free(h2[i]);
 	return 0;
 }
 

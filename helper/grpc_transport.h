@@ -4,7 +4,8 @@
  * One transport holds one HTTP/2 connection per endpoint, shared by every
  * thread: calls from any thread are handed to a thread of the transport
  * that drives them all on one libcurl multi handle, multiplexed as HTTP/2
- * streams.  http:// endpoints speak HTTP/2 without TLS (h2c, "prior
+ * streams.  Ranges that may be big and streams go by two more such
+ * connections and threads (grpc_transport_i.h says why).  http:// endpoints speak HTTP/2 without TLS (h2c, "prior
  * knowledge"), https:// ones negotiate h2 by ALPN with the CA, certificate
  * and key given.
  *
@@ -53,6 +54,9 @@ struct grpc_transport_config {
 	long connect_timeout_ms;	/* 0: 2000 */
 	long request_timeout_ms;	/* 0: 5000 */
 	size_t max_msg_size;		/* largest reply message; 0: 256 MiB */
+	size_t max_value_size;		/* largest value outside bulk ranges;
+					 * sizes the receive buffers (0:
+					 * 1.5 MiB, etcd's default) */
 };
 
 struct grpc_transport;
@@ -74,6 +78,15 @@ struct grpc_reply {
 void grpc_reply_release(struct grpc_reply *r);
 
 /*
+ * grpc_call() flags.  A BULK call (a range that may return many keys)
+ * goes by a connection of its own, one such call at a time, after the
+ * others in line, for at most a request and a connect timeout (then
+ * ETIMEOUT, not sent); the others share one multiplexed connection.
+ */
+#define GRPC_CALL_IDEMPOTENT	(1u << 0)	/* a read: may be sent again */
+#define GRPC_CALL_BULK		(1u << 1)	/* its reply may be big */
+
+/*
  * Calls @path ("/etcdserverpb.KV/Range") with @req, one gRPC frame of
  * @len bytes.  Returns 0 when a gRPC status came back (any code: the
  * caller maps it; code 0 comes with exactly one message), or
@@ -81,9 +94,12 @@ void grpc_reply_release(struct grpc_reply *r);
  * EUNAUTHENTICATED (no token could be had), EBADREPLY (not gRPC, a
  * message over the cap, no grpc-status) or EINTERNAL.  *@sent (if not
  * NULL) is false only when the request certainly reached no server.
+ * With GRPC_CALL_IDEMPOTENT a call whose answer was lost (the connection
+ * broke, or libcurl lost its status) is sent again, twice at most; else
+ * such a failure's message says "outcome unknown".
  */
 int grpc_call(struct grpc_transport *t, const char *path, const uint8_t *req,
-	      size_t len, struct grpc_reply *reply, bool *sent,
+	      size_t len, unsigned flags, struct grpc_reply *reply, bool *sent,
 	      struct store_error *err);
 
 /* The endpoint calls go to now (a copy for the calling thread). */

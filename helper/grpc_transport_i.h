@@ -23,6 +23,45 @@
 #define GT_DEFAULT_CONNECT_MS	2000L
 #define GT_DEFAULT_REQUEST_MS	5000L
 #define GT_DEFAULT_MAX_MSG	((size_t)256 << 20)
+#define GT_DEFAULT_MAX_VALUE	((size_t)1536 << 10)
+/*
+ * Lanes.  libcurl 7.88 pauses its HTTP/2 input when a DATA frame does not
+ * fit in the receive buffer of its stream, and while it is paused, another
+ * stream of the connection that closes is ended without its trailers
+ * (lib/http2.c, "closed overrides paused"): that call's grpc-status is
+ * lost.  A big reply fills its buffer whenever other transfers read the
+ * connection meanwhile: a list of 4 MB lost the status of dozens of small
+ * calls beside it per second, whatever the buffer (16 KiB to 1 MiB).  So
+ * calls go by three lanes, each a multi handle with its own thread and
+ * connections: unary calls with a bounded reply, multiplexed, with buffers
+ * that hold a whole reply (so no stream of theirs pauses); ranges that
+ * may be big, one at a time (no other stream to lose); and streams, which
+ * may pause one another, and only lose an end status (the watch then opens
+ * a new stream).
+ */
+enum gt_lane_id {
+	GT_LANE_UNARY,
+	GT_LANE_BULK,
+	GT_LANE_STREAM,
+	GT_LANES
+};
+
+/*
+ * Receive buffers: unary and stream transfers hold a reply with the
+ * largest value (grpc_transport_config.max_value_size) and this much
+ * more; bulk ones have a fixed one.  Only what a reply fills is touched.
+ */
+#define GT_BUFFER_SLACK		(64L << 10)
+#define GT_BULK_BUFFER		(512L << 10)
+/*
+ * Easy handles kept for the next call of a lane (with their buffers),
+ * at most; one whose transfer got more than GT_IDLE_BYTES is not kept, so
+ * that big replies give their memory back.
+ */
+#define GT_IDLE_MAX		16
+#define GT_IDLE_BYTES		((size_t)256 << 10)
+/* Sends of a read whose answer was lost, at most, after the first. */
+#define GT_LOST_RETRIES		2
 /* A stream's replies waiting for their reader, before HTTP/2 holds back. */
 #define GT_RECV_QUEUE_MAX	((size_t)8 << 20)
 #define GT_USER_AGENT		"etcdfs-grpc"
@@ -45,6 +84,7 @@ struct gt_msg {
 
 struct gt_xfer {
 	struct grpc_transport *t;
+	struct gt_lane *lane;
 	CURL *easy;
 	struct curl_slist *headers;
 	char url[1024];
@@ -73,35 +113,47 @@ struct gt_xfer {
 	bool recv_paused;	/* under t->lock */
 
 	/* under t->lock */
+	long long queued_ms;	/* when submitted (CLOCK_MONOTONIC) */
+	bool expired;		/* waited too long in a serial lane: not sent */
 	bool unpause;		/* asked of the thread */
 	bool cancel;		/* asked of the thread: stream closed */
 	bool done;
 	CURLcode rc;
 	pthread_cond_t cond;	/* done, or a stream message queued */
-	struct gt_xfer *next;	/* t->pending or t->active */
+	struct gt_xfer *next;	/* the lane's pending or active list */
 	char errbuf[CURL_ERROR_SIZE];
+};
+
+/* One multi handle, its thread and its transfers (the lanes above). */
+struct gt_lane {
+	struct grpc_transport *t;
+	CURLM *multi;			/* swapped under t->lock after a fork */
+	CURLM *stale[GT_STALE_MAX];	/* a parent's, after forks */
+	pthread_t thread;
+	bool running;			/* under t->lock: thread started */
+	pid_t pid;			/* under t->lock: the process of both */
+	bool quit;			/* under t->lock */
+	bool serial;			/* one transfer at a time */
+	long buffer;			/* CURLOPT_BUFFERSIZE of its transfers */
+	struct gt_xfer *pending;	/* under t->lock: to be added, FIFO */
+	struct gt_xfer *pending_tail;
+	struct gt_xfer *active;		/* under t->lock: in the multi */
+	enum gt_h2 *h2;			/* under t->lock, one per endpoint */
+	int activity;			/* atomic: a callback moved bytes */
+	CURL *idle[GT_IDLE_MAX];	/* under t->lock: handles to reuse */
+	size_t n_idle;			/* under t->lock */
 };
 
 struct grpc_transport {
 	pthread_mutex_t lock;
 	pthread_cond_t h2_cond;		/* an h2c state changed */
 	char **endpoints;		/* under lock */
-	enum gt_h2 *h2;			/* under lock, one per endpoint */
 	size_t n_endpoints;		/* under lock */
 	size_t current;			/* under lock */
 	uint64_t gen;			/* under lock; bumped by set_endpoints */
 	uint64_t unreachable;		/* atomic */
-	int activity;			/* atomic: a callback moved bytes */
-
-	CURLM *multi;			/* swapped under lock after a fork */
-	pthread_t thread;
-	bool running;			/* under lock: thread started */
-	pid_t pid;			/* under lock: the process of both */
-	CURLM *stale[GT_STALE_MAX];	/* a parent's, after forks */
+	struct gt_lane lanes[GT_LANES];
 	struct grpc_transport *all_next;	/* under gt_all_lock */
-	bool quit;			/* under lock */
-	struct gt_xfer *pending;	/* under lock: to be added */
-	struct gt_xfer *active;		/* under lock: in the multi */
 
 	pthread_mutex_t auth_lock;
 	char *token;			/* under auth_lock; "": auth off */
@@ -117,25 +169,28 @@ enum gt_outcome {
 	GT_ANSWERED,		/* a gRPC status came */
 	GT_NOT_SENT,		/* try the next endpoint */
 	GT_HTTP1,		/* an HTTP/1 handler answered: again, as pioneer */
+	GT_LOST,		/* sent, and the answer was lost: a read may
+				 * be sent again; rc and err say what */
 	GT_FAILED,		/* an error, in the return code */
 };
 
 /* grpc_transport.c */
 /* Zeroes the string @s (a password, a token) and frees it. */
 void gt_wipe_free(char *s);
-/* Makes the thread look at its work now. */
-void gt_wake(struct grpc_transport *t);
+/* Makes the thread of @lane look at its work now. */
+void gt_wake(struct gt_lane *lane);
 /* The h2c state of @x's endpoint becomes @st (same endpoint list only). */
 void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x,
 	       enum gt_h2 st);
 /*
- * A transfer of @body (NULL: a stream) to @path at @endpoint, the @idx-th
- * of list generation @gen, with @token (NULL or "": none); NULL on ENOMEM.
+ * A transfer by @lane of @body (NULL: a stream) to @path at @endpoint, the
+ * @idx-th of list generation @gen, with @token (NULL or "": none); NULL on
+ * ENOMEM.
  */
-struct gt_xfer *gt_xfer_new(struct grpc_transport *t, const char *endpoint,
-			    size_t idx, uint64_t gen, const char *path,
-			    const uint8_t *body, size_t len, const char *token,
-			    bool force_pioneer);
+struct gt_xfer *gt_xfer_new(struct grpc_transport *t, enum gt_lane_id lane,
+			    const char *endpoint, size_t idx, uint64_t gen,
+			    const char *path, const uint8_t *body, size_t len,
+			    const char *token, bool force_pioneer);
 /* Frees a transfer that is done, or was never submitted. */
 void gt_xfer_free(struct gt_xfer *x);
 /* Hands @x to the thread (started here if need be, see gt_own). */
@@ -159,8 +214,12 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 void gt_endpoint_at(struct grpc_transport *t, size_t i, size_t *start,
 		    char *buf, size_t size, size_t *idx, uint64_t *gen,
 		    size_t *n);
-/* After a not-sent failure at @idx: endpoint @to becomes current. */
-void gt_moved_on(struct grpc_transport *t, size_t idx, uint64_t gen, size_t to);
+/*
+ * After a not-sent failure at @idx (of list @gen) by @lane: endpoint @to
+ * becomes current, and @lane makes a new connection to @idx.
+ */
+void gt_moved_on(struct grpc_transport *t, struct gt_lane *lane, size_t idx,
+		 uint64_t gen, size_t to);
 /*
  * A copy of the token to send (NULL: none) and its generation;
  * authenticates first if there is none, or if @stale is the generation

@@ -69,7 +69,8 @@ static int grpc_range(struct grpc_transport *t, size_t *keys, size_t *bytes)
 	r.range_end = end;
 	r.range_end_len = n;
 	req = etcd3pb_req_range(&r, &len);
-	rc = grpc_call(t, "/etcdserverpb.KV/Range", req, len, &reply, &sent,
+	rc = grpc_call(t, "/etcdserverpb.KV/Range", req, len,
+		       GRPC_CALL_IDEMPOTENT | GRPC_CALL_BULK, &reply, &sent,
 		       &err);
 	free(req);
 	if (rc < 0 || reply.code) {
@@ -154,8 +155,9 @@ static void *many(void *arg)
 
 	for (i = 0; i < 500; i++) {
 		req = etcd3pb_req_range(&r, &len);
-		if (grpc_call(g_t, "/etcdserverpb.KV/Range", req, len, &reply,
-			      &sent, NULL) < 0 || reply.code)
+		if (grpc_call(g_t, "/etcdserverpb.KV/Range", req, len,
+			      GRPC_CALL_IDEMPOTENT, &reply, &sent, NULL) < 0 ||
+		    reply.code)
 			fprintf(stderr, "small range failed\n");
 		grpc_reply_release(&reply);
 		free(req);

@@ -191,7 +191,7 @@ static const struct garbage_case cases[] = {
 	/* over max_reply_size: the cap on one message */
 	{ true, "oversized", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY,
 	  0 },
-	{ true, "notrailers", ALL_OPS, STORE_EBADREPLY, 0 },
+	{ true, "notrailers", ALL_OPS, STORE_EBADREPLY, 1 },
 	{ true, "error500", ALL_OPS, STORE_EBADREPLY, 0 },
 	{ true, "silent", OP_GET | OP_CREATE, STORE_ETIMEOUT, 1 },
 	{ true, "drop", ALL_OPS, STORE_EUNREACHABLE, 1 },
