@@ -25,10 +25,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* etcdctl's defaults, but for the request timeout (etcdctl: 5 s too). */
+/*
+ * etcdctl's defaults: 2 s to connect, 5 s a request.  Plain literals, so
+ * that --help can print them.
+ */
 #define ENDPOINT_DEFAULT		"http://127.0.0.1:2379"
-#define ENDPOINT_DIAL_TIMEOUT_MS	2000L
-#define ENDPOINT_COMMAND_TIMEOUT_MS	5000L
+#define ENDPOINT_DIAL_TIMEOUT_MS	2000
+#define ENDPOINT_COMMAND_TIMEOUT_MS	5000
 /* No timeout is longer: a request that waits an hour is a hang. */
 #define ENDPOINT_TIMEOUT_MAX_MS		(3600L * 1000)
 
