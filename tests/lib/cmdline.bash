@@ -82,7 +82,13 @@ setup()
 	done
 }
 
+# The teardown of every test; a file with a teardown of its own calls it.
 teardown()
+{
+	cmdline_teardown
+}
+
+cmdline_teardown()
 {
 	local mp pid rc=0
 
@@ -157,14 +163,17 @@ stop_pid()
 	return 0
 }
 
-# The pids of the etcdfs processes with @1 as an argument.  Builtins only:
+# The pids of the etcdfs processes ($ETCDFS, or $ETCDFS_INSTALLED if set)
+# with @1 as an argument.  Builtins only:
 # forking once per process in /proc would take seconds.
 etcdfs_pids()
 {
 	local d arg
 
 	for d in /proc/[0-9]*; do
-		[[ $d/exe -ef $ETCDFS ]] || continue
+		[[ $d/exe -ef $ETCDFS ]] ||
+			[[ -n ${ETCDFS_INSTALLED:-} && $d/exe -ef $ETCDFS_INSTALLED ]] ||
+			continue
 		while IFS= read -r -d '' arg; do
 			if [[ $arg == "$1" ]]; then
 				echo "${d#/proc/}"
