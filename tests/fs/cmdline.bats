@@ -359,7 +359,7 @@ EOF
 @test "fstab-only words are ignored; mount options reach the kernel" {
 	put "$P/k" v
 
-	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P,_netdev,nofail,noauto,auto,user,users,defaults,x-systemd.automount,noexec,nosuid,nodev,noatime"
+	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P,_netdev,nofail,noauto,auto,user,users,owner,group,defaults,comment=etcd,x-systemd.automount,x-mount.mkdir,X-foo=1,noexec,nosuid,nodev,noatime"
 	[ "$(ls "$MNT")" = k ]
 	mount_field 4
 	grep -qw noexec <<<"$(mount_field 4)"
