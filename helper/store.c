@@ -40,6 +40,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "endpoint.h"
 #include "store_i.h"
 #include "transport.h"
 
@@ -48,8 +49,6 @@
 #define STORE_DEFAULT_MAX_VALUE_SIZE	((size_t)1572864)
 #define STORE_DEFAULT_MAX_REPLY_SIZE	((size_t)256 << 20)
 #define STORE_DEFAULT_UPDATE_RETRIES	16
-#define STORE_DEFAULT_CONNECT_MS	2000L
-#define STORE_DEFAULT_REQUEST_MS	5000L
 /* A list whose later page was compacted away is read again, this often. */
 #define STORE_LIST_RESTARTS		3
 /*
@@ -58,10 +57,6 @@
  * per endpoint, which a request should not pay every time.
  */
 #define STORE_REFRESH_RETRY_MS		1000
-
-#ifndef ETCDFS_DEFAULT_ENDPOINT
-#define ETCDFS_DEFAULT_ENDPOINT "http://127.0.0.1:2379"
-#endif
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -368,105 +363,26 @@ static int store_enomem(struct store_error *err, const char *key,
 
 /* --- configuration --- */
 
-static bool store_is_space(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 /*
- * An endpoint is an http:// or https:// URL with a host, maybe a port
- * (1-65535) and a path, of printable bytes, and nothing a request path
- * would be appended after badly (a query, a fragment) or that would hide
- * credentials in it (user@).
- */
-static bool store_endpoint_ok(const char *ep)
-{
-	const char *host, *end, *port, *p;
-	long n;
-
-	if (strncmp(ep, "http://", 7) == 0)
-		host = ep + 7;
-	else if (strncmp(ep, "https://", 8) == 0)
-		host = ep + 8;
-	else
-		return false;
-	for (p = ep; *p; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f ||
-		    *p == '?' || *p == '#' || *p == ',' || *p == '@')
-			return false;
-	end = strchr(host, '/');
-	if (!end)
-		end = host + strlen(host);
-	if (*host == '[') {
-		/* [v6 address] */
-		p = memchr(host, ']', (size_t)(end - host));
-		if (!p || p == host + 1)
-			return false;
-		port = p + 1 < end ? p + 1 : NULL;
-		if (port && *port != ':')
-			return false;
-	} else {
-		port = memchr(host, ':', (size_t)(end - host));
-		if (port == host || host == end)
-			return false;
-	}
-	if (!port)
-		return true;
-	/* ":digits", nothing else, 1 to 65535 */
-	port++;
-	if (port == end || end - port > 5)
-		return false;
-	for (n = 0, p = port; p < end; p++) {
-		if (*p < '0' || *p > '9')
-			return false;
-		n = n * 10 + (*p - '0');
-	}
-	return n >= 1 && n <= 65535;
-}
-
-/*
- * Splits the comma list @list into s's endpoint array: spaces around each
- * are dropped, as is a trailing '/'; each must be an http:// or https://
- * URL with a host.
+ * Splits the comma list @list into p's endpoint array, with the rules of
+ * endpoint.h; HOST:PORT is https:// when any TLS setting is given.
  */
 static int store_parse_endpoints(struct store_priv *p, const char *list,
 				 struct store_error *err)
 {
-	const char *a = list, *b, *e;
-	size_t n = 1, i = 0, len;
-	char *ep;
+	const struct store_config *c = &p->s.cfg;
+	struct endpoint_list l;
+	char why[256];
+	int rc;
 
-	for (b = list; *b; b++)
-		if (*b == ',')
-			n++;
-	p->endpoints = calloc(n, sizeof(*p->endpoints));
-	if (!p->endpoints)
+	rc = endpoint_list_parse(&l, list, c->cacert || c->cert || c->key ||
+				 c->insecure_skip_tls_verify, why, sizeof(why));
+	if (rc == -ENOMEM)
 		return store_enomem(err, NULL, 0);
-	for (;;) {
-		e = strchr(a, ',');
-		if (!e)
-			e = a + strlen(a);
-		b = e;
-		while (a < b && store_is_space(*a))
-			a++;
-		while (b > a && store_is_space(b[-1]))
-			b--;
-		len = (size_t)(b - a);
-		while (len > 0 && a[len - 1] == '/')
-			len--;
-		ep = store_memdup(a, len);
-		if (!ep)
-			return store_enomem(err, NULL, 0);
-		p->endpoints[i++] = ep;
-		p->n_endpoints = i;
-		if (!store_endpoint_ok(ep))
-			return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-					  "bad endpoint '%.*s'",
-					  (int)(b - a), a);
-		if (!*e)
-			break;
-		a = e + 1;
-	}
+	if (rc < 0)
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0, "%s", why);
+	p->endpoints = l.urls;
+	p->n_endpoints = l.n;
 	return 0;
 }
 
@@ -557,9 +473,9 @@ static int store_copy_config(struct store *s, const struct store_config *cfg)
 	if (!s->cfg.max_update_retries)
 		s->cfg.max_update_retries = STORE_DEFAULT_UPDATE_RETRIES;
 	if (!s->cfg.connect_timeout_ms)
-		s->cfg.connect_timeout_ms = STORE_DEFAULT_CONNECT_MS;
+		s->cfg.connect_timeout_ms = ENDPOINT_DIAL_TIMEOUT_MS;
 	if (!s->cfg.request_timeout_ms)
-		s->cfg.request_timeout_ms = STORE_DEFAULT_REQUEST_MS;
+		s->cfg.request_timeout_ms = ENDPOINT_COMMAND_TIMEOUT_MS;
 	return 0;
 }
 
@@ -624,7 +540,7 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 	s->prefix_len = strlen(s->prefix);
 
 	if (store_parse_endpoints(p, s->cfg.endpoints ? s->cfg.endpoints :
-				  ETCDFS_DEFAULT_ENDPOINT, err) < 0)
+				  ENDPOINT_DEFAULT, err) < 0)
 		goto err_free;
 	if (s->cfg.api != STORE_API_V3 && s->cfg.api != STORE_API_V2) {
 		store_fail(err, STORE_EINVAL, NULL, 0, 0, "bad api 'v%d'",
@@ -684,6 +600,7 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 	tc.cacert = s->cfg.cacert;
 	tc.cert = s->cfg.cert;
 	tc.key = s->cfg.key;
+	tc.insecure_skip_tls_verify = s->cfg.insecure_skip_tls_verify;
 	tc.auth = !s->cfg.user ? TRANSPORT_AUTH_NONE :
 		s->cfg.api == STORE_API_V2 ? TRANSPORT_AUTH_BASIC :
 		TRANSPORT_AUTH_ETCD3;
@@ -810,7 +727,7 @@ int store_refresh_endpoints(struct store *s, size_t *n_out,
 				rc = store_enomem(err, NULL, 0);
 				goto out;
 			}
-			if (!store_endpoint_ok(ep) ||
+			if (!endpoint_url_ok(ep) ||
 			    store_list_has(list, n, ep)) {
 				free(ep);
 				continue;

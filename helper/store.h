@@ -120,6 +120,7 @@ struct store_config {
 	const char *cacert;	/* PEM file; NULL: the system's */
 	const char *cert;	/* client certificate, PEM */
 	const char *key;	/* its private key, PEM */
+	bool insecure_skip_tls_verify;	/* accept any server certificate */
 	const char *user;	/* NULL: no auth */
 	const char *password;
 	long connect_timeout_ms;	/* 0: 2000 */

@@ -106,6 +106,7 @@ struct transport {
 	char *cacert;
 	char *cert;
 	char *keyfile;
+	bool insecure_skip_tls_verify;
 	long connect_timeout_ms;
 	long request_timeout_ms;
 	size_t max_reply_size;
@@ -305,6 +306,7 @@ struct transport *transport_new(const struct transport_config *cfg,
 	t->cacert = tr_strdup_or_null(cfg->cacert, &ok);
 	t->cert = tr_strdup_or_null(cfg->cert, &ok);
 	t->keyfile = tr_strdup_or_null(cfg->key, &ok);
+	t->insecure_skip_tls_verify = cfg->insecure_skip_tls_verify;
 	if (!ok)
 		goto err_free;
 	t->connect_timeout_ms = cfg->connect_timeout_ms > 0 ?
@@ -627,8 +629,11 @@ static bool tr_setup(struct tr_xfer *x, CURL *curl, const char *endpoint,
 		curl_easy_setopt(curl, CURLOPT_SSLCERT, t->cert);
 	if (t->keyfile)
 		curl_easy_setopt(curl, CURLOPT_SSLKEY, t->keyfile);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+	/* etcdctl's --insecure-skip-tls-verify: neither the chain nor the name */
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER,
+			 t->insecure_skip_tls_verify ? 0L : 1L);
+	curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST,
+			 t->insecure_skip_tls_verify ? 0L : 2L);
 
 	if (t->auth == TRANSPORT_AUTH_BASIC) {
 		curl_easy_setopt(curl, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);

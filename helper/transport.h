@@ -39,6 +39,7 @@ struct transport_config {
 	const char *cacert;
 	const char *cert;
 	const char *key;
+	bool insecure_skip_tls_verify;	/* accept any server certificate */
 	enum transport_auth auth;
 	const char *user;
 	const char *password;

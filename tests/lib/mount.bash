@@ -35,6 +35,10 @@
 #   fs_setup [OPTS]      etcd, then fs_mount OPTS (call from setup)
 #   fs_teardown          fs_unmount, etcd_stop, checks (call from teardown)
 #   fs_mount [OPTS]      mounts with -o endpoints=...[,OPTS]; waits for it
+#                        (the daemon runs without the ETCDCTL_* variables
+#                        set here for the tests' etcdctl: fs_clean_env)
+#   fs_clean_env         sets FS_CLEAN_ENV: env(1)'s arguments that unset
+#                        ETCDCTL_*, ETCDFS_PASSWORD and NOTIFY_SOCKET
 #   fs_unmount           unmounts, waits for the daemon, checks its log
 #   wait_for SECS CMD... runs CMD every 50 ms until it succeeds
 #   fs_wait_value PATH VALUE [SECS]
@@ -163,8 +167,14 @@ fs_mount()
 		echo "'$MNT' is mounted already" >&2
 		return 1
 	fi
-	# fd 3 is bats' output: a daemon holding it would hang bats.
-	"$ETCDFS" -f -o "$opts" "$MNT" </dev/null >>"$FS_LOG" 2>&1 3>&- &
+	# fd 3 is bats' output: a daemon holding it would hang bats.  The
+	# ETCDCTL_* variables are the tests' etcdctl's: the mount gets its
+	# settings from its options only (etcdfs reads ETCDCTL_DIAL_TIMEOUT
+	# and the others when an option is missing), and no NOTIFY_SOCKET of
+	# whoever runs the tests.
+	fs_clean_env
+	env "${FS_CLEAN_ENV[@]}" "$ETCDFS" -f -o "$opts" "$MNT" </dev/null \
+		>>"$FS_LOG" 2>&1 3>&- &
 	FS_PID=$!
 	start=$SECONDS
 	while ! fs_is_mounted "$MNT"; do
@@ -186,6 +196,22 @@ fs_mount()
 		sleep 0.05
 	done
 	return 0
+}
+
+# Sets FS_CLEAN_ENV to env(1)'s arguments that unset the variables etcdfs
+# reads (ETCDCTL_*, ETCDFS_PASSWORD, NOTIFY_SOCKET): `env
+# "${FS_CLEAN_ENV[@]}" "$ETCDFS" ... &` starts the daemon itself, so that
+# $! is its pid.
+fs_clean_env()
+{
+	local v
+
+	FS_CLEAN_ENV=()
+	for v in $(compgen -e); do
+		case $v in
+		ETCDCTL_*|ETCDFS_PASSWORD|NOTIFY_SOCKET) FS_CLEAN_ENV+=(-u "$v") ;;
+		esac
+	done
 }
 
 fs_unmount()
