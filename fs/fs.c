@@ -568,6 +568,10 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool refreshed = false;
 	int err = 0;
 
+	if (len > NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	if (names_component_kind(name, len) == NAMES_INVALID) {
 		fuse_reply_err(req, ENOENT);
 		return;
@@ -952,6 +956,8 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 	char *dpath, *path, *k;
 	int ret;
 
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
 	if (kind == NAMES_INVALID || kind == NAMES_PART ||
 	    (kind == NAMES_VALUE_OF && (type == NODE_DIR || dir == fs->root)))
 		return -EINVAL;
@@ -1093,6 +1099,10 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool echo;
 	int err = 0;
 
+	if (fs_name_too_long(name)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	echo = echo_of(fs, req) != NULL;
 	if (fs->cfg.ro && !echo) {
@@ -1179,6 +1189,10 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int64_t rev;
 	int err = 0;
 
+	if (fs_name_too_long(name)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	echo = echo_of(fs, req);
 	if (fs->cfg.ro && !echo) {
@@ -1371,6 +1385,10 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (flags & ~RENAME_NOREPLACE) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (fs_name_too_long(name) || fs_name_too_long(newname)) {
+		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
@@ -1581,13 +1599,19 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
-	fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
+	if (fs_name_too_long(newname))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else
+		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
 }
 
 static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
-	fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
+	if (fs_name_too_long(name))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else
+		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
 }
 
 static const struct fuse_lowlevel_ops ops = {

@@ -10,9 +10,11 @@
 #ifndef ETCDFS_FS_I_H
 #define ETCDFS_FS_I_H
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "fs.h"
@@ -260,6 +262,14 @@ void inval_release(struct inval_list *l);
 
 int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 		enum node_type type, char **key, size_t *key_len);
+/*
+ * A name no file of the mount can have: fs/names.h cuts long segments
+ * into parts, so every component is at most NAME_MAX bytes (ENAMETOOLONG).
+ */
+static inline bool fs_name_too_long(const char *name)
+{
+	return strnlen(name, NAME_MAX + 1) > NAME_MAX;
+}
 
 /* file.c */
 bool fs_is_temp_name(const char *name);
