@@ -485,6 +485,7 @@ static void handle_free(struct fs *fs, struct handle *h)
 		struct node *dir = n->parent;
 
 		inval_add(&inv, true, node_id(fs, dir), n->name, n->name_len);
+		inval_add(&inv, false, node_id(fs, dir), NULL, 0);
 		node_drop(fs, n);
 		tree_keep(fs, dir);
 	}

@@ -98,8 +98,9 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	st->st_blksize = 4096;
 	if (n->type == NODE_DIR) {
 		st->st_mode = S_IFDIR | (0777 & ~fs->cfg.umask);
-		st->st_nlink = 2;
-		st->st_mtim = n == fs->root ? fs->mounted : n->mtime;
+		/* "." and the entry in its parent, and each child's ".." */
+		st->st_nlink = n->removed ? 0 : 2 + n->ndirs;
+		st->st_mtim = n->mtime;
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
 		st->st_nlink = n->removed ? 0 : 1;

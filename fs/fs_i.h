@@ -76,6 +76,8 @@ struct node {
 	unsigned nopen;		/* open handles (but the echo's) */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
 				 * committed (file.c) */
+	unsigned ndirs;		/* directories: subdirectories among the
+				 * children (st_nlink is 2 + ndirs) */
 
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
@@ -96,7 +98,9 @@ struct node {
 	int64_t create_revision;
 	int64_t version;
 	int64_t lease;
-	struct timespec mtime;	/* when this revision was first seen */
+	struct timespec mtime;	/* when this revision was first seen; a
+				 * directory's: when a name last came or
+				 * went in it */
 	struct node_rare *rare;	/* NULL but for a few files at a time */
 	uint64_t seen;		/* reconcile generation */
 	char name_buf[];	/* name, unless renamed since made */
