@@ -18,8 +18,13 @@
  * Temp files of editors and tools (fs_is_temp_name) live in memory only:
  * their content is the node's value, shared by every open file.
  *
- * What it cannot do: mmap writes are committed like any other, but a value
- * can never exceed the cluster's limit (EFBIG at write time).
+ * Readers read through the kernel's page cache, so they can map a file
+ * shared; writers bypass it (direct_io), since what they write is theirs
+ * until committed.
+ *
+ * What it cannot do: map a file open for writing shared (MAP_SHARED: the
+ * kernel answers ENODEV, as libfuse 3.14 cannot ask for direct_io maps),
+ * nor store a value over the cluster's limit (EFBIG at write time).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -450,6 +455,12 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 		h->writer = true;
 		h->nnext = n->handles;
 		n->handles = h;
+		/*
+		 * The kernel fills the readers' pages from the writer's copy
+		 * when it maps the file privately: they are not the
+		 * revision's any more (see fs_open).
+		 */
+		n->cache_rev = 0;
 	}
 	n->refs++;
 	return h;
@@ -572,6 +583,30 @@ int fs_load_value(struct fs *fs, struct node *n)
 	return err;
 }
 
+/*
+ * The first reader of revision @rev of @n (@ino): the kernel's pages and
+ * attributes of the inode may be another revision's, and are dropped
+ * before the open returns, so that what the reader reads and maps, and
+ * every reader after it, is this revision.  True if the pages may be
+ * used then: the revision is still @rev and no writer opened meanwhile.
+ * No lock held; @n is referenced by the reader's handle.
+ */
+static bool drop_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
+		       int64_t rev)
+{
+	int ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	bool ok;
+
+	pthread_mutex_lock(&fs->lock);
+	/* -ENOENT: the kernel has no such inode, and no pages of it */
+	ok = (ret == 0 || ret == -ENOENT) && n->mod_revision == rev &&
+	     !n->handles;
+	if (ok)
+		n->cache_rev = rev;
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -579,7 +614,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool cached, fill, refreshed;
+	bool paged, fill, refreshed;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -660,41 +695,34 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				    echo != NULL)
 		       : handle_new_from(fs, n, src, fi, fuse_req_ctx(req)->pid);
 	/*
-	 * The kernel's pages and size of this inode are good if they are of
-	 * the revision the mirror has (cache_rev).  Otherwise this reader
-	 * reads around them (direct_io), and they are dropped after the
-	 * reply, for the next readers.  A writer's data is its own until
+	 * Readers read through the kernel's pages of the inode, and so can
+	 * map it shared.  The pages are good if they are of the revision the
+	 * mirror has (cache_rev) and no writer is open (see handle_new);
+	 * else the kernel drops them first (drop_pages).  A reader of an
+	 * inode replaced meanwhile, or one that opens while the file is open
+	 * for writing, reads around them (direct_io) and cannot map the file
+	 * shared (ENODEV); nor can a writer: its data is its own until
 	 * committed, so writers never go through the pages readers share.
 	 */
 	rev = n->mod_revision;
-	cached = !wr && h && !h->local && rev > 0 && n->cache_rev == rev &&
-		 src == n;
-	fill = !wr && h && !h->local && !cached && src == n;
-	if (fill)
-		n->refs++;
+	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
+		fs->se;
+	fill = paged && n->cache_rev != rev;
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
-		goto out;
+		return;
 	}
+	if (fill)
+		paged = drop_pages(fs, n, ino, rev);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = cached;
-	fi->direct_io = !h->local && !cached;
+	fi->keep_cache = paged;
+	fi->direct_io = !h->local && !paged;
 	/* a reader has nothing to commit: spare the kernel its flushes */
 	fi->noflush = !wr && !h->local;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);
-out:
-	if (!fill)
-		return;
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-	pthread_mutex_lock(&fs->lock);
-	if (n->mod_revision == rev && fs->se)
-		n->cache_rev = rev;
-	node_unref(fs, n);
-	pthread_mutex_unlock(&fs->lock);
 }
 
 /* A new file (dir, name) or EEXIST/EINVAL; fs->lock held. */
