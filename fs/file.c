@@ -15,7 +15,7 @@
  * redirection's file before the command writes to it, and that close must
  * not store an empty value in between.
  *
- * Temp files of editors and tools (fs_is_temp_name) live in memory only:
+ * Temp files of editors and tools (fs/temp.h) live in memory only:
  * their content is the node's value, shared by every open file.
  *
  * Readers read through the kernel's page cache, so they can map a file
@@ -26,7 +26,6 @@
  * kernel answers ENODEV, as libfuse 3.14 cannot ask for direct_io maps),
  * nor store a value over the cluster's limit (EFBIG at write time).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -64,70 +63,6 @@ static struct fs *fs_of(fuse_req_t req)
 static struct handle *handle_of(struct fuse_file_info *fi)
 {
 	return (struct handle *)(uintptr_t)fi->fh;
-}
-
-static bool all_alnum(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (!isalnum((unsigned char)s[i]))
-			return false;
-	}
-	return s[n] == '\0';
-}
-
-static bool ends_with(const char *s, size_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len >= n && memcmp(s + len - n, suffix, n) == 0;
-}
-
-/*
- * The names editors and tools give their temp, swap and backup files:
- * vim's ".NAME.swp" (and the names it tries after it), "NAME~" and its "4913" probe (and the
- * numbers it tries after it), sed -i's "sedXXXXXX", perl -i's "XXxxxxxx",
- * nano's "NAME.save", emacs' "#NAME#" and ".#NAME", rsync's ".NAME.XXXXXX".
- */
-bool fs_is_temp_name(const char *name)
-{
-	size_t len = strlen(name);
-	const char *dot;
-
-	if (len == 0)
-		return false;
-	if (name[len - 1] == '~')
-		return true;
-	/*
-	 * vim's swap files: ".NAME.swp", then .swo, .swn ... .saa, and
-	 * ".NAME.swx"/".NAME.swpx" with which it tries names out.
-	 */
-	dot = strrchr(name, '.');
-	if (name[0] == '.' && dot && dot > name && dot[1] == 's' &&
-	    islower((unsigned char)dot[2]) && islower((unsigned char)dot[3]) &&
-	    (dot[4] == '\0' || (dot[4] == 'x' && dot[5] == '\0')))
-		return true;
-	if (len >= 4 && len <= 5 && strspn(name, "0123456789") == len) {
-		long v = strtol(name, NULL, 10);
-
-		if (v >= 4913 && v % 123 == 4913 % 123)
-			return true;
-	}
-	if (len == 9 && memcmp(name, "sed", 3) == 0 && all_alnum(name + 3, 6))
-		return true;
-	if (len == 8 && memcmp(name, "XX", 2) == 0 && all_alnum(name + 2, 6))
-		return true;
-	if (ends_with(name, len, ".save"))
-		return true;
-	if (len > 2 && name[0] == '#' && name[len - 1] == '#')
-		return true;
-	if (len > 2 && name[0] == '.' && name[1] == '#')
-		return true;
-	dot = strrchr(name, '.');
-	if (name[0] == '.' && dot && dot > name + 1 && all_alnum(dot + 1, 6))
-		return true;
-	return false;
 }
 
 static int grow(char **buf, size_t *cap, size_t need)
@@ -729,7 +664,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static int new_file(struct fs *fs, struct node *dir, const char *name,
 		    struct node **out)
 {
-	bool temp = fs->cfg.temp_in_memory && fs_is_temp_name(name);
+	bool temp = fs->cfg.temp_in_memory && fs_is_temp_name(fs, name);
 	struct node *n, *g;
 	char *key;
 	size_t key_len;

@@ -1430,7 +1430,7 @@ again:
 		err = EISDIR;
 		goto out;
 	}
-	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(newname) &&
+	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(fs, newname) &&
 		  (!old || old->local);
 	if (to_temp && !n->value && !n->local && !n->pending) {
 		/* the temp file holds the content: an evicted value too */
@@ -1662,6 +1662,11 @@ struct fs *fs_new(const struct fs_config *cfg)
 		return NULL;
 	fs->cfg = *cfg;
 	fs->store = cfg->store;
+	/* the mount checked the patterns: only ENOMEM is left */
+	if (temp_names_parse(cfg->temp_names, &fs->temp)) {
+		free(fs);
+		return NULL;
+	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->echo_lock, NULL);
 	pthread_cond_init(&fs->echo_cond, NULL);
@@ -1689,6 +1694,7 @@ err:
 	}
 	free(fs->root);
 	free(fs->buckets);
+	temp_names_free(fs->temp);
 	free(fs);
 	return NULL;
 }
@@ -1726,6 +1732,7 @@ void fs_free(struct fs *fs)
 	limbo_free(fs);
 	free(fs->buckets);
 	pins_free(fs);
+	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);

@@ -19,6 +19,7 @@
 
 #include "fs.h"
 #include "store.h"
+#include "temp.h"
 
 enum node_type {
 	NODE_DIR,
@@ -194,6 +195,7 @@ struct fs {
 	struct inflight *inflight;
 	pthread_cond_t inflight_cond;
 	struct timespec mounted;
+	struct temp_names *temp;	/* -o temp_names=; NULL if none */
 };
 
 /* fs.c */
@@ -275,8 +277,13 @@ static inline bool fs_name_too_long(const char *name)
 	return strnlen(name, NAME_MAX + 1) > NAME_MAX;
 }
 
+/* The name of a temp file (fs/temp.h): built in, or the site's. */
+static inline bool fs_is_temp_name(struct fs *fs, const char *name)
+{
+	return temp_name(fs->temp, name);
+}
+
 /* file.c */
-bool fs_is_temp_name(const char *name);
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi);
