@@ -52,11 +52,11 @@ static bool ends_with(const char *s, size_t len, const char *suffix)
  */
 static bool python_temp(const char *name, size_t len)
 {
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
 	size_t skip = name[0] == '.' ? 1 : 0;
 
 	return len == skip + 11 && memcmp(name + skip, "tmp", 3) == 0 &&
-	       strspn(name + skip + 3, "abcdefghijklmnopqrstuvwxyz0123456789_") ==
-		       8;
+	       strspn(name + skip + 3, chars) == 8;
 }
 
 /*
