@@ -43,6 +43,7 @@
 
 #include "fs.h"		/* defines FUSE_USE_VERSION before fuse_lowlevel.h */
 #include "store.h"
+#include "temp.h"
 
 /*
  * How long the kernel may cache names and attributes when not told.  With
@@ -90,6 +91,7 @@ struct etcdfs_opts {
 	char *gid;
 	char *umask;
 	char *value_budget;
+	char *temp_names;
 	char *refresh_endpoints;	/* refresh_endpoints=SEC */
 	int refresh_endpoints_on;	/* refresh_endpoints */
 	int ro;
@@ -126,6 +128,7 @@ static const struct fuse_opt etcdfs_opt_table[] = {
 	ETCDFS_OPT("gid=%s", gid, 0),
 	ETCDFS_OPT("umask=%s", umask, 0),
 	ETCDFS_OPT("value_budget=%s", value_budget, 0),
+	ETCDFS_OPT("temp_names=%s", temp_names, 0),
 	ETCDFS_OPT("refresh_endpoints", refresh_endpoints_on, 1),
 	ETCDFS_OPT("refresh_endpoints=%s", refresh_endpoints, 0),
 	/*
@@ -293,6 +296,8 @@ static void help(const char *progname)
 "    -o notemp              editors' temporary, swap and backup files go\n"
 "                           to etcd like any file (default: they stay in\n"
 "                           the mount's memory)\n"
+"    -o temp_names=PATTERN[:PATTERN...]  more names of temp files, as\n"
+"                           shell patterns (fnmatch), e.g. '*.part'\n"
 "    -o chmod_ok            accept chmod and chown that change something\n"
 "                           (they are not stored; default: EPERM)\n"
 "    -o value_budget=SIZE   hold at most SIZE bytes of values in memory\n"
@@ -586,7 +591,7 @@ static int setup_from_opts(struct etcdfs_opts *o, const char *mountpoint,
 	struct fs_config *fc = &s->fs;
 	mode_t old_umask;
 	long long v;
-	const char *prefix;
+	const char *prefix, *why;
 	size_t len;
 
 	memset(s, 0, sizeof(*s));
@@ -699,6 +704,12 @@ static int setup_from_opts(struct etcdfs_opts *o, const char *mountpoint,
 	fc->quorum = o->quorum;
 	fc->nowatch = o->nowatch;
 	fc->temp_in_memory = !o->notemp;
+	fc->temp_names = o->temp_names;
+	if (o->temp_names && (why = temp_names_check(o->temp_names))) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: bad value for 'temp_names': "
+			 "'%s': %s\n", o->temp_names, why);
+		return -1;
+	}
 	fc->chmod_ok = o->chmod_ok;
 	if (o->value_budget &&
 	    parse_size("value_budget", o->value_budget, &fc->value_budget) == -1)
@@ -830,6 +841,7 @@ static void opts_release(struct etcdfs_opts *o)
 	free(o->entry_timeout);
 	free(o->attr_timeout);
 	free(o->value_budget);
+	free(o->temp_names);
 	free(o->uid);
 	free(o->gid);
 	free(o->umask);

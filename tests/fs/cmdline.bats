@@ -35,7 +35,7 @@ export BATS_TEST_TIMEOUT
 # Every option etcdfs documents; --help must list each as "-o NAME".
 ETCDFS_OPTIONS=(endpoints prefix api cacert cert key user password_file ro
 	quorum nowatch connect_timeout request_timeout entry_timeout
-	attr_timeout uid gid umask notemp chmod_ok)
+	attr_timeout uid gid umask notemp temp_names chmod_ok)
 
 # The backend: ETCDFS_API, v3 unless told.  API_ARGS go before the
 # options of every etcdfs the tests start, ETCD_ARGS to every etcd.
@@ -378,6 +378,18 @@ print(json.load(sys.stdin)["node"]["value"])'
 	done
 	expect_failure "^etcdfs: bad value for 'api': 'v4'$" \
 		-o "endpoints=$ETCD_ENDPOINT,api=v4" "$MNT"
+}
+
+@test "a bad temp_names list is refused with what is wrong with it" {
+	local bad
+
+	for bad in '' 'a::b' '*.part:' ':*.part'; do
+		expect_failure "^etcdfs: bad value for 'temp_names': '$(
+			sed 's/[*.]/\\&/g' <<<"$bad")': an empty pattern$" \
+			-o "endpoints=$ETCD_ENDPOINT,temp_names=$bad" "$MNT"
+	done
+	expect_failure "^etcdfs: bad value for 'temp_names': 'tmp/\\*': a pattern matches one name, without '/'$" \
+		-o "endpoints=$ETCD_ENDPOINT,temp_names=tmp/*" "$MNT"
 }
 
 @test "a mountpoint that does not exist is refused" {

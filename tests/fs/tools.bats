@@ -436,6 +436,31 @@ with tempfile.TemporaryFile(dir=d) as f:
 	[ "$(ls -A "$MNT/conf")" = "$(printf 'app.json\nnew.json')" ]
 }
 
+@test "-o temp_names: a site's patterns keep its tools' temp files out of etcd" {
+	local rev
+	kv_put /d/report.part 'a key, made elsewhere'
+	fs_unmount
+	fs_mount 'temp_names=*.part:.~lock.*#'
+	kv_put /d/doc old
+	rev=$(kv_rev)
+
+	printf 'new' >"$MNT/d/doc.part"
+	mv "$MNT/d/doc.part" "$MNT/d/doc"
+	: >"$MNT/d/.~lock.doc#"
+	rm "$MNT/d/.~lock.doc#"
+	# '*' does not match a leading '.', as in the shell: that one is a key
+	printf 'hidden' >"$MNT/d/.hidden.part"
+	# a key made elsewhere with such a name stays a key
+	[ "$(cat "$MNT/d/report.part")" = 'a key, made elsewhere' ]
+	printf 'edited' >"$MNT/d/report.part"
+
+	run kv_history "$rev"
+	echo "$output"
+	[ "$output" = "$(printf 'PUT /d/doc\nPUT /d/.hidden.part\nPUT /d/report.part')" ]
+	[ "$(kv_get /d/doc)" = new ]
+	[ "$(kv_get /d/report.part)" = edited ]
+}
+
 # A new file whose name is a temp name stays in memory; -o notemp sends
 # it to etcd like any other (the README's advice when a real key's name
 # matches a rule).
