@@ -318,7 +318,9 @@ static int handle_sync(struct fs *fs, struct handle *h, bool final)
 /*
  * After a commit: readers' pages and sizes are the old value's; the
  * kernel drops them (open readers then read their snapshot from us).
- * Sent after the reply, never inside the request.
+ * After any flush of a writer too: its private maps (MAP_PRIVATE) fill
+ * the pages the readers share from the writer's copy; that one is sent
+ * before the flush is answered, others after the reply.
  */
 static void committed(struct fs *fs, fuse_ino_t ino)
 {
@@ -1040,8 +1042,14 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&h->lock);
 	ret = handle_sync(fs, h, final);
 	pthread_mutex_unlock(&h->lock);
+	/*
+	 * A writer's private maps may have filled the readers' pages: they
+	 * are gone before its close returns (no lock is held here).
+	 */
+	if (h->writer)
+		committed(fs, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0)
+	if (ret > 0 && !h->writer)
 		committed(fs, ino);
 }
 

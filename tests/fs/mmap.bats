@@ -246,4 +246,25 @@ os.close(fd)" "$MNT/p" "$rev"
 assert map(args[0]) == b'original', map(args[0])" "$MNT/p"
 	echo "$output"
 	[ "$output" = OK ]
+
+	# a reader that opened before the writer: once the writer is closed
+	# it reads its own revision again
+	run fs_try "$MAP_PY
+r = os.open(args[0], os.O_RDONLY)
+assert os.pread(r, 100, 0) == b'original'
+os.setxattr(args[0], 'user.etcd.pin', str(int(args[1]) - 1).encode())
+fd = os.open(args[0], os.O_RDWR)
+os.pwrite(fd, b'POLLUTED', 0)
+m = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+assert m[:] == b'POLLUTED', m[:]
+m.close()
+try:
+    os.close(fd)
+except OSError as e:
+    assert e.errno == errno.ESTALE, e
+got = os.pread(r, 100, 0)
+assert got == b'original', got" "$MNT/p" "$rev"
+	echo "$output"
+	[ "$output" = OK ]
+	[ "$(kv_get /p)" = original ]
 }
