@@ -140,6 +140,10 @@ const struct opts_row opts_rows[] = {
 	  .help = "editors' temporary, swap and backup files go\n"
 		  "to etcd like any file (default: they stay in\n"
 		  "the mount's memory)" },
+	{ TEXT("temp_names=", fs.temp_names),
+	  .usage = "temp_names=PATTERN[:PATTERN...]",
+	  .help = "more names of temp files, as shell patterns\n"
+		  "(fnmatch), e.g. '*.part'" },
 	{ FLAG("chmod_ok", fs.chmod_ok, true), .usage = "chmod_ok",
 	  .help = "accept chmod and chown that change something\n"
 		  "(they are not stored; default: EPERM)" },

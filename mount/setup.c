@@ -21,6 +21,7 @@
 
 #include "endpoint.h"
 #include "opts_i.h"
+#include "temp.h"
 
 const char opts_from_option[] = "-o";
 const char opts_from_source[] = "the ENDPOINTS argument";
@@ -345,6 +346,7 @@ static void log_sources(const struct opts *o)
 
 int opts_finish(struct opts *o, const char *mountpoint)
 {
+	const char *why;
 	long long v;
 
 	if (apply_env(o) != 0)
@@ -353,6 +355,11 @@ int opts_finish(struct opts *o, const char *mountpoint)
 		fuse_log(FUSE_LOG_ERR, "etcdfs: a client key (key= or "
 			 "ETCDCTL_KEY) needs its certificate (cert= or "
 			 "ETCDCTL_CERT)\n");
+		return -1;
+	}
+	if (o->fs.temp_names && (why = temp_names_check(o->fs.temp_names))) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: bad value for 'temp_names': "
+			 "'%s': %s\n", o->fs.temp_names, why);
 		return -1;
 	}
 	if (decide_endpoints(o) != 0 || decide_login(o) != 0 ||

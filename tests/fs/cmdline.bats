@@ -93,6 +93,18 @@ load ../lib/cmdline
 		-o "endpoints=$ETCD_ENDPOINT,api=v4" "$MNT"
 }
 
+@test "a bad temp_names list is refused with what is wrong with it" {
+	local bad
+
+	for bad in '' 'a::b' '*.part:' ':*.part'; do
+		expect_failure "^etcdfs: bad value for 'temp_names': '$(
+			sed 's/[*.]/\\&/g' <<<"$bad")': an empty pattern$" \
+			-o "endpoints=$ETCD_ENDPOINT,temp_names=$bad" "$MNT"
+	done
+	expect_failure "^etcdfs: bad value for 'temp_names': 'tmp/\\*': a pattern matches one name, without '/'$" \
+		-o "endpoints=$ETCD_ENDPOINT,temp_names=tmp/*" "$MNT"
+}
+
 @test "a mountpoint that does not exist is refused" {
 	local mp=$BATS_TEST_TMPDIR/nothing/here
 

@@ -29,7 +29,7 @@ export BATS_TEST_TIMEOUT
 # Every option etcdfs documents; --help must list each as "-o NAME".
 ETCDFS_OPTIONS=(endpoints prefix api cacert cert key user password_file ro
 	quorum nowatch connect_timeout request_timeout entry_timeout
-	attr_timeout uid gid umask notemp chmod_ok dial_timeout
+	attr_timeout uid gid umask notemp temp_names chmod_ok dial_timeout
 	command_timeout insecure_skip_tls_verify value_budget logfile)
 
 # The backend: ETCDFS_API, v3 unless told.  API_ARGS go before the
