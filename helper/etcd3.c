@@ -112,17 +112,6 @@ static bool etcd3_same_key(const struct store_kv *kv, const char *key,
 	return kv->key_len == key_len && !memcmp(kv->key, key, key_len);
 }
 
-/* Moves @src into @dst (either may be NULL: then @src is freed). */
-static void etcd3_kv_move(struct store_kv *dst, struct store_kv *src)
-{
-	if (dst) {
-		*dst = *src;
-		memset(src, 0, sizeof(*src));
-	} else {
-		store_kv_release(src);
-	}
-}
-
 /* ---- the backend ---- */
 
 static int etcd3_init(struct store *s, struct store_error *err)
@@ -205,7 +194,7 @@ static int etcd3_get(struct store *s, const char *key, size_t key_len,
 				"/v3/kv/range: the server answered another "
 				"key");
 	else
-		etcd3_kv_move(out, &res.kvs[0]);
+		store_kv_move(out, &res.kvs[0]);
 	etcd3_result_release(&res);
 	return rc;
 }
@@ -304,9 +293,8 @@ static int etcd3_cas(struct store *s, const char *key, size_t key_len,
 	if (cur)
 		memset(cur, 0, sizeof(*cur));
 	if (value_len > store_max_value_size(s))
-		return store_fail(err, STORE_ETOOLARGE, key, key_len, 0,
-				  "value of %zu bytes is larger than %zu bytes",
-				  value_len, store_max_value_size(s));
+		return store_fail_too_large(err, key, key_len, value_len,
+					    store_max_value_size(s));
 	/* an absent key has no lease to keep, and etcd fails such a put */
 	if (lease == -1 && expect == 0)
 		lease = 0;
@@ -335,7 +323,7 @@ static int etcd3_cas(struct store *s, const char *key, size_t key_len,
 	}
 	if (r->n) {
 		now = r->kvs[0].mod_revision;
-		etcd3_kv_move(cur, &r->kvs[0]);
+		store_kv_move(cur, &r->kvs[0]);
 	}
 	if (expect == 0)
 		rc = store_fail(err, STORE_EPRECONDITION, key, key_len, now,
@@ -385,7 +373,7 @@ static int etcd3_del(struct store *s, const char *key, size_t key_len,
 			goto out;
 		}
 		if (r->n)
-			etcd3_kv_move(prev, &r->kvs[0]);
+			store_kv_move(prev, &r->kvs[0]);
 		if (rev)
 			*rev = txn.revision;
 		goto out;
@@ -400,7 +388,7 @@ static int etcd3_del(struct store *s, const char *key, size_t key_len,
 			"the key is at revision %lld, created at %lld",
 			(long long)r->kvs[0].mod_revision,
 			(long long)r->kvs[0].create_revision);
-	etcd3_kv_move(prev, &r->kvs[0]);
+	store_kv_move(prev, &r->kvs[0]);
 out:
 	etcd3_txn_release(&txn);
 	return rc;
@@ -473,11 +461,9 @@ static int etcd3_move(struct store *s, const char *from, size_t from_len,
 				return rc;
 			}
 			if (src.value_len > store_max_value_size(s)) {
-				rc = store_fail(err, STORE_ETOOLARGE, to,
-						to_len, 0, "value of %zu bytes "
-						"is larger than %zu bytes",
-						src.value_len,
-						store_max_value_size(s));
+				rc = store_fail_too_large(err, to, to_len,
+							  src.value_len,
+							  store_max_value_size(s));
 				store_kv_release(&src);
 				return rc;
 			}
@@ -486,10 +472,8 @@ static int etcd3_move(struct store *s, const char *from, size_t from_len,
 				implicit = true;
 			}
 		} else if (value_len > store_max_value_size(s)) {
-			return store_fail(err, STORE_ETOOLARGE, to, to_len, 0,
-					  "value of %zu bytes is larger than "
-					  "%zu bytes", value_len,
-					  store_max_value_size(s));
+			return store_fail_too_large(err, to, to_len, value_len,
+						    store_max_value_size(s));
 		}
 		rc = etcd3_txn_call(s, etcd3_req_move(from, from_len, from_mod,
 						      from_create, to, to_len,

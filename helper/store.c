@@ -105,124 +105,6 @@ static struct store_priv *store_priv(struct store *s)
 	return container_of(s, struct store_priv, s);
 }
 
-/* Error names and descriptions, indexed by -code. */
-static const char *const store_names[STORE_ERR_COUNT] = {
-	[0] = "ok",
-	[-STORE_ENOTFOUND] = "not found",
-	[-STORE_EEXISTS] = "exists",
-	[-STORE_ECONFLICT] = "conflict",
-	[-STORE_EPRECONDITION] = "precondition failed",
-	[-STORE_ECOMPACTED] = "compacted",
-	[-STORE_EUNREACHABLE] = "unreachable",
-	[-STORE_ETIMEOUT] = "timeout",
-	[-STORE_EUNAUTHENTICATED] = "unauthenticated",
-	[-STORE_EPERMISSION] = "permission denied",
-	[-STORE_ETOOLARGE] = "too large",
-	[-STORE_EBADREPLY] = "bad reply",
-	[-STORE_EINTERNAL] = "internal error",
-	[-STORE_EINVAL] = "invalid argument",
-	[-STORE_ENOTSUP] = "not supported",
-};
-
-static const char *const store_descriptions[STORE_ERR_COUNT] = {
-	[0] = "success",
-	[-STORE_ENOTFOUND] = "key not found",
-	[-STORE_EEXISTS] = "key exists",
-	[-STORE_ECONFLICT] = "too many conflicting updates",
-	[-STORE_EPRECONDITION] = "the key changed: precondition failed",
-	[-STORE_ECOMPACTED] = "the revision is compacted",
-	[-STORE_EUNREACHABLE] = "cannot reach the cluster",
-	[-STORE_ETIMEOUT] = "request timed out",
-	[-STORE_EUNAUTHENTICATED] = "authentication failed",
-	[-STORE_EPERMISSION] = "permission denied",
-	[-STORE_ETOOLARGE] = "request too large",
-	[-STORE_EBADREPLY] = "bad reply from the server",
-	[-STORE_EINTERNAL] = "internal error",
-	[-STORE_EINVAL] = "invalid argument",
-	[-STORE_ENOTSUP] = "not supported",
-};
-
-const char *store_strerror(int err)
-{
-	if (err > 0 || err <= -STORE_ERR_COUNT)
-		return "unknown error";
-	return store_descriptions[-err];
-}
-
-const char *store_errname(int err)
-{
-	if (err > 0 || err <= -STORE_ERR_COUNT)
-		return "unknown";
-	return store_names[-err];
-}
-
-/*
- * Writes @key into @buf (of @size >= 4) printable: bytes outside
- * 0x20..0x7e and the backslash as \xNN and \\, so that two different keys
- * never print alike; a key that does not fit is cut and ends in "...".
- */
-static void store_escape_key(char *buf, size_t size, const char *key,
-			     size_t key_len)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i, o = 0, need, total = 0, room = size - 1;
-	unsigned char c;
-
-	buf[0] = '\0';
-	if (!key)
-		return;
-	for (i = 0; i < key_len; i++) {
-		c = (unsigned char)key[i];
-		total += (c == '\\') ? 2 : (c < 0x20 || c > 0x7e) ? 4 : 1;
-	}
-	/* Cut: keep room for "...", and never half an escape. */
-	if (total > room)
-		room -= 3;
-	for (i = 0; i < key_len; i++) {
-		c = (unsigned char)key[i];
-		need = (c == '\\') ? 2 : (c < 0x20 || c > 0x7e) ? 4 : 1;
-		if (o + need > room)
-			break;
-		if (c == '\\') {
-			buf[o++] = '\\';
-			buf[o++] = '\\';
-		} else if (need == 4) {
-			buf[o++] = '\\';
-			buf[o++] = 'x';
-			buf[o++] = hex[c >> 4];
-			buf[o++] = hex[c & 15];
-		} else {
-			buf[o++] = (char)c;
-		}
-	}
-	if (i < key_len) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-}
-
-int store_fail(struct store_error *err, int code, const char *key,
-	       size_t key_len, int64_t rev, const char *fmt, ...)
-{
-	va_list ap;
-	char *p;
-
-	if (!err)
-		return code;
-	err->code = code;
-	err->revision = rev;
-	store_escape_key(err->key, sizeof(err->key), key, key_len);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	/* One line: a server's message may hold anything. */
-	for (p = err->msg; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	return code;
-}
-
 char *store_range_end(const char *prefix, size_t prefix_len, size_t *len)
 {
 	char *end;
@@ -245,81 +127,6 @@ char *store_range_end(const char *prefix, size_t prefix_len, size_t *len)
 	end[n] = '\0';
 	*len = n;
 	return end;
-}
-
-void store_kv_release(struct store_kv *kv)
-{
-	if (!kv)
-		return;
-	free(kv->key);
-	free(kv->value);
-	memset(kv, 0, sizeof(*kv));
-}
-
-/* A malloc()ed copy of @len bytes at @p, NUL-terminated past them. */
-static char *store_memdup(const char *p, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (!d)
-		return NULL;
-	if (len)
-		memcpy(d, p, len);
-	d[len] = '\0';
-	return d;
-}
-
-int store_kv_copy(struct store_kv *dst, const struct store_kv *src)
-{
-	*dst = *src;
-	dst->key = NULL;
-	dst->value = NULL;
-	if (src->key) {
-		dst->key = store_memdup(src->key, src->key_len);
-		if (!dst->key)
-			goto err;
-	}
-	if (src->value) {
-		dst->value = store_memdup(src->value, src->value_len);
-		if (!dst->value)
-			goto err;
-	}
-	return 0;
-err:
-	store_kv_release(dst);
-	return STORE_EINTERNAL;
-}
-
-void store_list_release(struct store_list *l)
-{
-	size_t i;
-
-	if (!l)
-		return;
-	for (i = 0; i < l->n; i++)
-		store_kv_release(&l->kvs[i]);
-	free(l->kvs);
-	memset(l, 0, sizeof(*l));
-}
-
-int store_list_push_own(struct store_list *l, struct store_kv *kv)
-{
-	struct store_kv *p;
-	size_t cap;
-
-	if (l->n == l->cap) {
-		cap = l->cap ? l->cap * 2 : 16;
-		if (cap > SIZE_MAX / sizeof(*p))
-			return STORE_EINTERNAL;
-		p = realloc(l->kvs, cap * sizeof(*p));
-		if (!p)
-			return STORE_EINTERNAL;
-		l->kvs = p;
-		l->cap = cap;
-	}
-	l->kvs[l->n++] = *kv;
-	memset(kv, 0, sizeof(*kv));
-	return 0;
 }
 
 /* The store prefix followed by @key, malloc()ed and NUL-terminated. */
@@ -357,13 +164,6 @@ static bool store_strip(struct store *s, struct store_kv *kv)
 	kv->key_len -= s->prefix_len;
 	kv->key[kv->key_len] = '\0';
 	return true;
-}
-
-static int store_enomem(struct store_error *err, const char *key,
-			size_t key_len)
-{
-	return store_fail(err, STORE_EINTERNAL, key, key_len, 0,
-			  "out of memory");
 }
 
 /* --- configuration --- */
@@ -1139,9 +939,8 @@ int store_create(struct store *s, const char *key, size_t key_len,
 		goto out;
 	}
 	if (value_len > s->cfg.max_value_size) {
-		rc = store_fail(err, STORE_ETOOLARGE, full, full_len, 0,
-				"value of %zu bytes is larger than %zu bytes",
-				value_len, s->cfg.max_value_size);
+		rc = store_fail_too_large(err, full, full_len, value_len,
+					  s->cfg.max_value_size);
 		goto out;
 	}
 	if (lease < 0) {
@@ -1354,10 +1153,9 @@ int store_guaranteed_update(struct store *s, const char *key, size_t key_len,
 		}
 		if (upd.value_len > s->cfg.max_value_size) {
 			free(upd.value);
-			rc = store_fail(err, STORE_ETOOLARGE, full, full_len, 0,
-					"value of %zu bytes is larger than "
-					"%zu bytes", upd.value_len,
-					s->cfg.max_value_size);
+			rc = store_fail_too_large(err, full, full_len,
+						  upd.value_len,
+						  s->cfg.max_value_size);
 			goto out;
 		}
 		if (exists && upd.value_len == cur.value_len &&
@@ -1490,9 +1288,8 @@ int store_move(struct store *s, const char *from, size_t from_len,
 		goto out;
 	}
 	if (value && value_len > s->cfg.max_value_size) {
-		rc = store_fail(err, STORE_ETOOLARGE, tfull, tfull_len, 0,
-				"value of %zu bytes is larger than %zu bytes",
-				value_len, s->cfg.max_value_size);
+		rc = store_fail_too_large(err, tfull, tfull_len, value_len,
+					  s->cfg.max_value_size);
 		goto out;
 	}
 	rc = s->be_ops->move(s, ffull, ffull_len, pre_from, tfull, tfull_len,
@@ -1658,21 +1455,6 @@ int store_members(struct store *s, struct store_member **members, size_t *n,
 				  "the %s backend cannot list members",
 				  s->be_ops->name);
 	return s->be_ops->members(s, members, n, err);
-}
-
-void store_members_free(struct store_member *members, size_t n)
-{
-	size_t i, j;
-
-	if (!members)
-		return;
-	for (i = 0; i < n; i++) {
-		free(members[i].name);
-		for (j = 0; j < members[i].n_client_urls; j++)
-			free(members[i].client_urls[j]);
-		free(members[i].client_urls);
-	}
-	free(members);
 }
 
 /* --- directories --- */

@@ -113,11 +113,6 @@ struct store_watch {
 extern const struct store_backend store_etcd3_backend;
 extern const struct store_backend store_etcd2_backend;
 
-/* Fills @err (if not NULL) and returns @code. */
-int store_fail(struct store_error *err, int code, const char *key,
-	       size_t key_len, int64_t rev, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
 /*
  * The end of the range of keys starting with @prefix: @prefix with its last
  * byte below 0xff incremented and what follows dropped; for an empty prefix
@@ -125,8 +120,5 @@ int store_fail(struct store_error *err, int code, const char *key,
  * Returns a malloc()ed buffer and its length in *@len, NULL on ENOMEM.
  */
 char *store_range_end(const char *prefix, size_t prefix_len, size_t *len);
-
-/* Appends a copy of @kv to @l, stealing its buffers; 0 or EINTERNAL. */
-int store_list_push_own(struct store_list *l, struct store_kv *kv);
 
 #endif /* ETCDFS_STORE_I_H */

@@ -54,7 +54,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "store_i.h"
+#include "errors.h"
 #include "transport.h"
 
 #define TR_DEFAULT_CONNECT_TIMEOUT_MS	2000L

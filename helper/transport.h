@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "errors.h"
 
 enum transport_auth {
 	TRANSPORT_AUTH_NONE,

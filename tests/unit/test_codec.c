@@ -269,7 +269,7 @@ static void dump_members(struct text *t, const char *body, size_t len)
 		}
 		text_add(t, "\n");
 	}
-	etcd3_members_free(m, n);
+	store_members_free(m, n);
 }
 
 static void dump_error_reply(struct text *t, long status, const char *body,
