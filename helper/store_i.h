@@ -1,14 +1,20 @@
 /*
  * store_i.h - what a storage backend provides, behind helper/store.h
  *
- * store.c holds the backend-neutral logic (argument checks, the prefix,
- * preconditions, the guaranteed-update retry loop) and calls a backend
- * through struct store_backend.  Keys given to a backend are full keys:
+ * The backend-neutral logic calls a backend through struct store_backend:
+ * store.c (the API, the configuration, the prefix, reads, watches),
+ * store_update.c (writes: the guaranteed-update loop, preconditions),
+ * store_list.c (paging) and
+ * store_members.c (the endpoint refresh).  The second half of this file is
+ * theirs; backends use only the first.  Keys given to a backend are full keys:
  * the store prefix is already prepended; keys a backend returns are full
  * keys too, and store.c strips the prefix.
  */
 #ifndef ETCDFS_STORE_I_H
 #define ETCDFS_STORE_I_H
+
+#include <pthread.h>
+#include <stddef.h>
 
 #include "store.h"
 #include "transport.h"
@@ -120,5 +126,63 @@ extern const struct store_backend store_etcd2_backend;
  * Returns a malloc()ed buffer and its length in *@len, NULL on ENOMEM.
  */
 char *store_range_end(const char *prefix, size_t prefix_len, size_t *len);
+
+/* ---- the store's own, for store*.c ---- */
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * What the store keeps beside the struct store above: the watches, so
+ * that store_free can stop those its caller left running and the endpoint
+ * refresh's state.
+ */
+struct store_priv {
+	struct store s;
+	pthread_mutex_t watch_lock;
+	struct store_watch_node *watches;	/* protected by watch_lock */
+	char **endpoints;			/* owned, parsed from cfg */
+	size_t n_endpoints;
+	size_t strings_len;		/* of s.strings, wiped on free */
+	bool be_ready;			/* be_ops->init succeeded */
+
+	/* The endpoint refresh; see the top of this file. */
+	pthread_mutex_t refresh_lock;	/* held by the thread refreshing */
+	int64_t refresh_next_ms;	/* atomic; 0: at the first call */
+	int64_t refresh_last_ms;	/* protected by refresh_lock */
+	uint64_t refresh_seen;		/* atomic; the transport's unreachable
+					 * count after the last refresh */
+};
+
+static inline struct store_priv *store_priv(struct store *s)
+{
+	return container_of(s, struct store_priv, s);
+}
+
+
+/* The store prefix followed by @key, malloc()ed and NUL-terminated. */
+char *store_full_key(struct store *s, const char *key, size_t key_len,
+		     size_t *len);
+
+/*
+ * Strips the prefix from @kv's key in place; false (and @kv untouched) if
+ * the key does not start with it.  A kv without a key passes.
+ */
+bool store_strip(struct store *s, struct store_kv *kv);
+
+/*
+ * Reads the full key @full into @cur (prefix stripped); *@exists false and
+ * 0 if it is absent.
+ */
+int store_read(struct store *s, const char *full, size_t full_len,
+	       unsigned flags, struct store_kv *cur, bool *exists,
+	       struct store_error *err);
+
+/* See store_endpoint_ok() in store.c. */
+bool store_endpoint_ok(const char *ep);
+
+/* Refreshes the endpoints if due (store_members.c). */
+void store_refresh_maybe(struct store *s);
+int64_t store_now_ms(void);
 
 #endif /* ETCDFS_STORE_I_H */
