@@ -306,10 +306,16 @@ int etcd2_codec_errcode(int code, long status, const char *cause)
 		return STORE_EEXISTS;
 	case ETCD2_EUNAUTHORIZED:
 		return STORE_EUNAUTHENTICATED;
+	/*
+	 * Raft errors come after the request reached the server, maybe
+	 * after it was proposed: a write's outcome is unknown (the store
+	 * finds out; a read that meets it is unreachable).
+	 */
 	case ETCD2_ERAFT_INTERNAL:
 		return cause && strstr(cause, "timed out") ? STORE_ETIMEOUT :
-			STORE_EUNREACHABLE;
+			STORE_EUNKNOWN;
 	case ETCD2_ELEADER_ELECT:
+		return STORE_EUNKNOWN;
 	case ETCD2_EWATCHER_CLEARED:
 		return STORE_EUNREACHABLE;
 	case ETCD2_EINDEX_CLEARED:
@@ -340,8 +346,9 @@ int etcd2_codec_errcode(int code, long status, const char *cause)
 	case 429:
 		return STORE_EUNREACHABLE;
 	default:
+		/* a proxy's 5xx: the request may have reached etcd */
 		if (status >= 500 && status < 600)
-			return STORE_EUNREACHABLE;
+			return STORE_EUNKNOWN;
 		return STORE_EBADREPLY;
 	}
 }

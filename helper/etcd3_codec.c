@@ -1075,7 +1075,9 @@ int etcd3_map_error(int code, const char *m)
 		return STORE_EINVAL;
 	if (has(m, "request is too large") || has(m, "larger than max"))
 		return STORE_ETOOLARGE;
-	if (has(m, "too many requests"))
+	/* refused before it was proposed, or dropped by raft before it
+	 * was appended (a leader being elected or moved): nothing done */
+	if (has(m, "too many requests") || has(m, "raft proposal dropped"))
 		return STORE_EUNREACHABLE;
 	if (has(m, "user name is empty") || has(m, "authentication failed") ||
 	    has(m, "invalid auth token"))
@@ -1089,9 +1091,15 @@ int etcd3_map_error(int code, const char *m)
 	if (has(m, "key not found") || has(m, "lease not found"))
 		return STORE_ENOTFOUND;
 	switch (code) {
-	case 1:		/* Canceled: the server went away mid-request */
-	case 14:	/* Unavailable: no leader, shutting down */
-		return STORE_EUNREACHABLE;
+	/*
+	 * Canceled (the server went away mid-request), Unavailable ("leader
+	 * changed", "no leader", "server stopped"): the request may have
+	 * been proposed already, so a write's outcome is unknown (the store
+	 * finds out; a read that meets it is unreachable).
+	 */
+	case 1:
+	case 14:
+		return STORE_EUNKNOWN;
 	case 4:		/* DeadlineExceeded */
 		return STORE_ETIMEOUT;
 	case 5:		/* NotFound */
@@ -1147,9 +1155,9 @@ static int status_error(long status)
 		return STORE_EPERMISSION;
 	case 413:
 		return STORE_ETOOLARGE;
-	case 502:
+	case 502:	/* the gateway lost etcd: maybe mid-request */
 	case 503:
-		return STORE_EUNREACHABLE;
+		return STORE_EUNKNOWN;
 	case 504:
 		return STORE_ETIMEOUT;
 	default:

@@ -13,8 +13,10 @@
  * other threads are still running on the store.
  *
  * Lock order: a store's watch_lock is taken alone; refresh_lock is held
- * only across a refresh, which takes the transport's locks; a backend's
- * locks are never held while calling back into the store.
+ * only across a refresh, which takes the transport's locks; a write
+ * stripe (store_update.c) is held across a write's requests, and a
+ * refresh may run under it; a backend's locks are never held while
+ * calling back into the store.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* the strerror_r that returns a string */
@@ -332,6 +334,8 @@ static void store_priv_free(struct store_priv *p)
 		memset(p->s.strings, 0, p->strings_len);
 		free(p->s.strings);
 	}
+	for (i = 0; i < STORE_WRITE_STRIPES; i++)
+		pthread_mutex_destroy(&p->write_locks[i]);
 	pthread_mutex_destroy(&p->watch_lock);
 	pthread_mutex_destroy(&p->refresh_lock);
 	free(p);
@@ -340,12 +344,21 @@ static void store_priv_free(struct store_priv *p)
 /* The store's locks, or false (none left initialised). */
 static bool store_locks_init(struct store_priv *p)
 {
+	size_t i;
+
 	if (pthread_mutex_init(&p->watch_lock, NULL) != 0)
 		return false;
 	if (pthread_mutex_init(&p->refresh_lock, NULL) != 0)
 		goto err_watch;
+	for (i = 0; i < STORE_WRITE_STRIPES; i++)
+		if (pthread_mutex_init(&p->write_locks[i], NULL) != 0)
+			goto err_stripes;
 	return true;
 
+err_stripes:
+	while (i-- > 0)
+		pthread_mutex_destroy(&p->write_locks[i]);
+	pthread_mutex_destroy(&p->refresh_lock);
 err_watch:
 	pthread_mutex_destroy(&p->watch_lock);
 	return false;
@@ -518,11 +531,19 @@ int store_revision(struct store *s, int64_t *rev, struct store_error *err)
 {
 	*rev = 0;
 	store_refresh_maybe(s);
-	return s->be_ops->revision(s, rev, err);
+	return store_read_rc(s->be_ops->revision(s, rev, err), err);
 }
 
 /* --- reads --- */
 
+int store_read_rc(int rc, struct store_error *err)
+{
+	if (rc != STORE_EUNKNOWN)
+		return rc;
+	if (err)
+		err->code = STORE_EUNREACHABLE;
+	return STORE_EUNREACHABLE;
+}
 
 /*
  * Reads the full key @full into @cur (prefix stripped); *@exists false and
@@ -540,7 +561,7 @@ int store_read(struct store *s, const char *full, size_t full_len,
 	if (rc == STORE_ENOTFOUND)
 		return 0;
 	if (rc < 0)
-		return rc;
+		return store_read_rc(rc, err);
 	if (!cur->key) {
 		/* The backend did not say which key: it is the one asked. */
 		cur->key = store_memdup(full, full_len);
@@ -619,6 +640,8 @@ static void store_watch_event(void *arg, const struct store_event *ev)
 	 * The watch lost its endpoint: refresh the list it reconnects over,
 	 * so that an idle mount follows the members too.
 	 */
+	if (e.type == STORE_EV_ERROR)
+		e.err = store_read_rc(e.err, NULL);
 	if (e.type == STORE_EV_ERROR && (e.err == STORE_EUNREACHABLE ||
 					 e.err == STORE_ETIMEOUT))
 		store_refresh_maybe(s);
@@ -686,7 +709,7 @@ int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
 	node->fn = fn;
 	node->arg = arg;
 
-	rc = s->be_ops->watch(s, w, err);
+	rc = store_read_rc(s->be_ops->watch(s, w, err), err);
 	if (rc < 0)
 		goto err_free;
 	node->started = true;
@@ -736,7 +759,7 @@ int store_members(struct store *s, struct store_member **members, size_t *n,
 		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
 				  "the %s backend cannot list members",
 				  s->be_ops->name);
-	return s->be_ops->members(s, members, n, err);
+	return store_read_rc(s->be_ops->members(s, members, n, err), err);
 }
 
 /* --- directories --- */

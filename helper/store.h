@@ -15,6 +15,16 @@
  * A store may be used from many threads at once.  Each thread gets a
  * connection of its own, kept alive between requests.
  *
+ * Writes (store_create, store_delete, store_guaranteed_update,
+ * store_move) whose request went out and whose answer was lost are
+ * settled: the key is read again, and the write is sent once more if
+ * nothing was applied, reported done if etcd holds it, and else fails
+ * with STORE_EUNKNOWN ("may have been applied"); those four never return
+ * STORE_ETIMEOUT.  Writes of one key by one store go one at a time.
+ * store_mkdir, store_rmdir and store_lease_grant are not settled: a lost
+ * answer is STORE_EUNKNOWN or STORE_ETIMEOUT.  STORE_EUNREACHABLE from
+ * any call means nothing was done.
+ *
  * What it cannot do: multi-key transactions other than rename
  * (store_move), and leases other than granting one for a put.
  */

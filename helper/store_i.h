@@ -3,8 +3,8 @@
  *
  * The backend-neutral logic calls a backend through struct store_backend:
  * store.c (the API, the configuration, the prefix, reads, watches),
- * store_update.c (writes: the guaranteed-update loop, preconditions),
- * store_list.c (paging) and
+ * store_update.c (writes: the guaranteed-update loop, preconditions, and
+ * what to do when a write's answer was lost), store_list.c (paging) and
  * store_members.c (the endpoint refresh).  The second half of this file is
  * theirs; backends use only the first.  Keys given to a backend are full keys:
  * the store prefix is already prepended; keys a backend returns are full
@@ -129,13 +129,15 @@ char *store_range_end(const char *prefix, size_t prefix_len, size_t *len);
 
 /* ---- the store's own, for store*.c ---- */
 
+#define STORE_WRITE_STRIPES 64
+
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /*
  * What the store keeps beside the struct store above: the watches, so
- * that store_free can stop those its caller left running and the endpoint
- * refresh's state.
+ * that store_free can stop those its caller left running, the endpoint
+ * refresh's state, and the write stripes.
  */
 struct store_priv {
 	struct store s;
@@ -152,6 +154,10 @@ struct store_priv {
 	int64_t refresh_last_ms;	/* protected by refresh_lock */
 	uint64_t refresh_seen;		/* atomic; the transport's unreachable
 					 * count after the last refresh */
+
+	/* The writes of one key, one at a time: see store_update.c. */
+	pthread_mutex_t write_locks[STORE_WRITE_STRIPES];
+	int64_t write_revs[STORE_WRITE_STRIPES];	/* by write_locks */
 };
 
 static inline struct store_priv *store_priv(struct store *s)
@@ -177,6 +183,12 @@ bool store_strip(struct store *s, struct store_kv *kv);
 int store_read(struct store *s, const char *full, size_t full_len,
 	       unsigned flags, struct store_kv *cur, bool *exists,
 	       struct store_error *err);
+
+/*
+ * What a read reports of a request whose answer was lost: for a read
+ * that is no more than "unreachable" (@err keeps its message).
+ */
+int store_read_rc(int rc, struct store_error *err);
 
 /* See store_endpoint_ok() in store.c. */
 bool store_endpoint_ok(const char *ep);

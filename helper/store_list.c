@@ -93,8 +93,10 @@ again:
 			start = NULL;
 			goto again;
 		}
-		if (rc < 0)
+		if (rc < 0) {
+			rc = store_read_rc(rc, err);
 			goto out;
+		}
 		/* A later page's header holds the current revision, not
 		 * the one it was read at. */
 		if (rev == 0)

@@ -7,7 +7,9 @@
  * the new value, compare-and-swap on mod_revision, and on a lost race go
  * again from the state the failed transaction returned.  It is split into
  * its read (update_read), one attempt (update_attempt) and the retry loop
- * (store_guaranteed_update).
+ * (store_guaranteed_update).  Every request that writes goes through
+ * store_settle.c, which finds out what became of a write whose answer was
+ * lost.
  *
  * What it cannot do: multi-key transactions other than the rename.
  */
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "store_i.h"
+#include "store_settle.h"
 
 /* EINVAL unless @pre is made of revisions, STORE_REV_ABSENT or 0. */
 static bool store_pre_ok(const struct store_preconditions *pre)
@@ -45,6 +48,7 @@ int store_create(struct store *s, const char *key, size_t key_len,
 		 const char *value, size_t value_len, int64_t lease,
 		 int64_t *rev, struct store_error *err)
 {
+	struct store_settle st;
 	struct store_kv cur = { 0 };
 	char *full;
 	size_t full_len;
@@ -69,8 +73,10 @@ int store_create(struct store *s, const char *key, size_t key_len,
 				"bad lease %lld", (long long)lease);
 		goto out;
 	}
-	rc = s->be_ops->cas(s, full, full_len, 0, value ? value : "",
-			    value_len, lease, &newrev, &cur, err);
+	store_settle_lock(s, &st, full, full_len);
+	rc = store_settle_cas(&st, full, full_len, 0, value ? value : "",
+			      value_len, lease, NULL, &newrev, &cur, err);
+	store_settle_unlock(&st, rc == 0 ? newrev : 0);
 	if (rc == STORE_EPRECONDITION)
 		rc = store_fail(err, STORE_EEXISTS, full, full_len,
 				cur.mod_revision, "key exists");
@@ -86,6 +92,7 @@ int store_delete(struct store *s, const char *key, size_t key_len,
 		 const struct store_preconditions *pre, struct store_kv *prev,
 		 int64_t *rev, struct store_error *err)
 {
+	struct store_settle st;
 	struct store_kv tmp = { 0 };
 	int64_t expect_mod = -1, expect_create = 0, newrev = 0;
 	char *full;
@@ -112,8 +119,10 @@ int store_delete(struct store *s, const char *key, size_t key_len,
 		expect_mod = pre->mod_revision;
 	if (pre)
 		expect_create = pre->create_revision;
-	rc = s->be_ops->del(s, full, full_len, expect_mod, expect_create,
-			    &tmp, &newrev, err);
+	store_settle_lock(s, &st, full, full_len);
+	rc = store_settle_del(&st, full, full_len, expect_mod, expect_create,
+			      &tmp, &newrev, err);
+	store_settle_unlock(&st, rc == 0 ? newrev : 0);
 	if (rc == 0 || rc == STORE_EPRECONDITION) {
 		if (tmp.key && !store_strip(s, &tmp))
 			store_kv_release(&tmp);
@@ -258,20 +267,24 @@ static int update_lost_race(struct update *u, struct store_kv *next)
 }
 
 /*
- * Sends @upd (stolen) as a compare-and-swap on u->cur: 0 (done),
+ * Sends @upd (stolen) as a compare-and-swap on u->cur, settled: 0 (done),
  * UPDATE_AGAIN (a lost race: u->cur is the winner's state) or an error.
  */
 static int update_send(struct update *u, struct store_update *upd,
 		       int64_t lease)
 {
+	struct store_settle st;
 	struct store_kv next = { 0 };
 	int64_t newrev = 0;
 	int rc;
 
-	rc = u->s->be_ops->cas(u->s, u->full, u->full_len,
-			       u->exists ? u->cur.mod_revision : 0,
-			       upd->value ? upd->value : "", upd->value_len,
-			       lease, &newrev, &next, u->err);
+	store_settle_lock(u->s, &st, u->full, u->full_len);
+	rc = store_settle_cas(&st, u->full, u->full_len,
+			      u->exists ? u->cur.mod_revision : 0,
+			      upd->value ? upd->value : "", upd->value_len,
+			      lease, u->exists ? &u->cur : NULL, &newrev,
+			      &next, u->err);
+	store_settle_unlock(&st, rc == 0 ? newrev : 0);
 	if (rc == STORE_EPRECONDITION) {
 		free(upd->value);
 		return update_lost_race(u, &next);
@@ -387,6 +400,107 @@ out:
 	return rc;
 }
 
+/* What a rename whose answer was lost left in etcd. */
+enum move_state {
+	MOVE_APPLIED,		/* the source gone, the target new */
+	MOVE_UNCHANGED,		/* both as the preconditions saw them */
+	MOVE_OTHER,		/* anything else: cannot tell */
+};
+
+/*
+ * Reads both keys of a rename again.  Applied: the source is gone and the
+ * target is newer than any write of this store to either key before this
+ * rename (with @value, holding it; made anew if it had to be absent);
+ * its revision in *@rev.
+ */
+static enum move_state move_state(struct store *s,
+				  const struct store_settle *st,
+				  const char *ffull, size_t ffull_len,
+				  const struct store_preconditions *pre_from,
+				  const char *tfull, size_t tfull_len,
+				  const struct store_preconditions *pre_to,
+				  const char *value, size_t value_len,
+				  int64_t *rev)
+{
+	struct store_error e = { 0 };
+	struct store_kv from, to;
+	bool from_there, to_there;
+	enum move_state ms = MOVE_OTHER;
+
+	if (store_settle_read(s, ffull, ffull_len, &from, &from_there, &e) < 0)
+		return MOVE_OTHER;
+	if (store_settle_read(s, tfull, tfull_len, &to, &to_there, &e) < 0) {
+		store_kv_release(&from);
+		return MOVE_OTHER;
+	}
+	if (!from_there && to_there && to.mod_revision > st->floor &&
+	    (!value || (to.value_len == value_len &&
+			!memcmp(to.value, value, value_len))) &&
+	    (!pre_to || pre_to->mod_revision != STORE_REV_ABSENT ||
+	     to.create_revision == to.mod_revision)) {
+		*rev = to.mod_revision;
+		ms = MOVE_APPLIED;
+	} else if (from_there && store_pre_holds(pre_from, &from) &&
+		   store_pre_holds(pre_to, to_there ? &to : NULL)) {
+		ms = MOVE_UNCHANGED;
+	}
+	store_kv_release(&from);
+	store_kv_release(&to);
+	return ms;
+}
+
+/*
+ * be_ops->move under both keys' stripes, settled as store_settle_cas
+ * settles a put: sent once more if nothing was applied, done if the
+ * rename is what etcd holds, else EUNKNOWN.
+ */
+static int move_settled(struct store *s, const char *ffull, size_t ffull_len,
+			const struct store_preconditions *pre_from,
+			const char *tfull, size_t tfull_len,
+			const struct store_preconditions *pre_to,
+			const char *value, size_t value_len, int64_t *rev,
+			struct store_error *err)
+{
+	struct store_settle a, b;
+	bool two;
+	enum move_state ms = MOVE_OTHER;
+	int rc, tries;
+
+	two = store_settle_lock2(s, &a, &b, ffull, ffull_len, tfull,
+				 tfull_len);
+	rc = s->be_ops->move(s, ffull, ffull_len, pre_from, tfull, tfull_len,
+			     pre_to, value, value_len, rev, err);
+	for (tries = 0; store_err_unknown_outcome(rc) && tries < 2; tries++) {
+		ms = move_state(s, &a, ffull, ffull_len, pre_from, tfull,
+				tfull_len, pre_to, value, value_len, rev);
+		if (ms == MOVE_APPLIED) {
+			rc = 0;
+		} else if (ms == MOVE_UNCHANGED && tries == 0) {
+			rc = s->be_ops->move(s, ffull, ffull_len, pre_from,
+					     tfull, tfull_len, pre_to, value,
+					     value_len, rev, err);
+			/* the first copy may be what the checks met */
+			if ((rc == STORE_EPRECONDITION ||
+			     rc == STORE_ENOTFOUND) &&
+			    move_state(s, &a, ffull, ffull_len, pre_from,
+				       tfull, tfull_len, pre_to, value,
+				       value_len, rev) == MOVE_APPLIED)
+				rc = 0;
+			continue;
+		} else {
+			rc = store_fail(err, STORE_EUNKNOWN, ffull, ffull_len,
+					0, "the rename may have been applied: "
+					"%s", err ? err->msg : "answer lost");
+		}
+		break;
+	}
+	if (store_err_unknown_outcome(rc))
+		rc = store_fail(err, STORE_EUNKNOWN, ffull, ffull_len, 0,
+				"the rename may have been applied: %s",
+				err ? err->msg : "answer lost");
+	store_settle_unlock2(&a, &b, two, rc == 0 ? *rev : 0);
+	return rc;
+}
 
 int store_move(struct store *s, const char *from, size_t from_len,
 	       const struct store_preconditions *pre_from,
@@ -428,8 +542,8 @@ int store_move(struct store *s, const char *from, size_t from_len,
 					  s->cfg.max_value_size);
 		goto out;
 	}
-	rc = s->be_ops->move(s, ffull, ffull_len, pre_from, tfull, tfull_len,
-			     pre_to, value, value_len, &newrev, err);
+	rc = move_settled(s, ffull, ffull_len, pre_from, tfull, tfull_len,
+			  pre_to, value, value_len, &newrev, err);
 	if (rc == 0 && rev)
 		*rev = newrev;
 out:

@@ -15,12 +15,13 @@
  * a byte of the request may have reached a server, nothing is retried
  * elsewhere: a put may have been applied.  So a kept-alive connection
  * whose server died an instant before the request went out is reported as
- * lost (EUNREACHABLE, "outcome unknown"); one that died earlier is seen
+ * lost (EUNKNOWN, "outcome unknown"); one that died earlier is seen
  * dead by curl before reuse and fails over.
  *
- * Errors: no endpoint answered, or a connection lost after sending:
- * EUNREACHABLE, also for every TLS failure (an untrusted server, a refused
- * client certificate); a request past request_timeout_ms: ETIMEOUT; an
+ * Errors: no endpoint answered (nothing was sent): EUNREACHABLE, also for
+ * every TLS failure (an untrusted server, a refused client certificate);
+ * a connection lost after sending: EUNKNOWN (a stream's: EUNREACHABLE, a
+ * watch resumes); a request past request_timeout_ms: ETIMEOUT; an
  * answer that is not HTTP, or over max_reply_size: EBADREPLY; a token
  * that cannot be had: EUNAUTHENTICATED.
  *

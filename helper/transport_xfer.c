@@ -265,6 +265,15 @@ static bool tr_cert_refused(CURLcode rc, const char *errbuf)
 /*
  * True if the attempt failed before any byte of the request can have
  * reached a server, so that it is safe to try it elsewhere.
+ *
+ * The CURLcode alone cannot say so: when a kept-alive connection dies
+ * after the request went out and before any byte of the answer came
+ * (an etcd member SIGKILLed mid-request), libcurl sends the request again
+ * on a fresh connection to the same URL by itself; if that connect is
+ * refused, curl_easy_perform() says COULDNT_CONNECT although the first
+ * copy was sent and may have been applied.  CURLINFO_REQUEST_SIZE counts
+ * the bytes of every request sent during the transfer, so it is checked
+ * first, whatever the code.
  */
 static bool tr_not_sent(CURL *curl, CURLcode rc, const char *errbuf)
 {
@@ -272,6 +281,11 @@ static bool tr_not_sent(CURL *curl, CURLcode rc, const char *errbuf)
 
 	if (tr_cert_refused(rc, errbuf))
 		return true;
+	if (curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent) !=
+	    CURLE_OK)
+		return false;
+	if (sent > 0)
+		return false;
 
 	switch (rc) {
 	case CURLE_COULDNT_RESOLVE_HOST:
@@ -286,19 +300,15 @@ static bool tr_not_sent(CURL *curl, CURLcode rc, const char *errbuf)
 	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
 	case CURLE_SSL_INVALIDCERTSTATUS:
 	case CURLE_USE_SSL_FAILED:
-		return true;
+	/*
+	 * A connect that timed out, or a kept-alive connection the server
+	 * had closed: nothing of the request went out.
+	 */
 	case CURLE_OPERATION_TIMEDOUT:
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
 	case CURLE_GOT_NOTHING:
-		/*
-		 * A connect that timed out, or a kept-alive connection the
-		 * server had closed: nothing of the request went out.
-		 */
-		if (curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent) !=
-		    CURLE_OK)
-			return false;
-		return sent == 0;
+		return true;
 	default:
 		return false;
 	}
@@ -451,14 +461,15 @@ int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 	default:
 		/*
 		 * Sent, then lost: the server may or may not have applied
-		 * the request, and the caller is told so.
+		 * the request, and the caller is told so (the store reads
+		 * the key again to find out).
 		 */
 		tr_describe(rc, errbuf, x->url, what, sizeof(what));
 		if (x->fn)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 					  "stream from '%s' lost: %s", x->url,
 					  what);
-		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+		return store_fail(err, STORE_EUNKNOWN, NULL, 0, 0,
 				  "connection to '%s' lost, outcome unknown: "
 				  "%s", x->url, what);
 	}

@@ -2328,7 +2328,9 @@ static const struct garbage_case garbage_cases[] = {
 	{ "error500", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
 	  STORE_EBADREPLY, 0 },
 	{ "nothttp", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
-	{ "silent", OP_GET | OP_CREATE, STORE_ETIMEOUT, 0 },
+	{ "silent", OP_GET, STORE_ETIMEOUT, 0 },
+	/* a write that timed out, and whose key cannot be read again */
+	{ "silent", OP_CREATE, STORE_EUNKNOWN, 0 },
 	/* accepted, then closed before any answer: nothing was received */
 	{ "close", OP_REVISION | OP_GET, STORE_EUNREACHABLE, STORE_EBADREPLY },
 };

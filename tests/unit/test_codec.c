@@ -128,7 +128,7 @@ static const char *err_name(int code)
 		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
 		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
 		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
+		"ENOTSUP", "EUNKNOWN",
 	};
 
 	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
@@ -853,7 +853,10 @@ static bool map_messages_and_codes(void)
 	CHECK(etcd3_map_error(11, "etcdserver: mvcc: required revision has "
 			      "been compacted") == STORE_ECOMPACTED);
 	CHECK(etcd3_map_error(11, NULL) == STORE_ECOMPACTED);
+	/* after the request reached etcd: a write's outcome is unknown */
 	CHECK(etcd3_map_error(14, "etcdserver: leader changed") ==
+	      STORE_EUNKNOWN);
+	CHECK(etcd3_map_error(14, "etcdserver: too many requests") ==
 	      STORE_EUNREACHABLE);
 	CHECK(etcd3_map_error(14, "etcdserver: request timed out") ==
 	      STORE_ETIMEOUT);

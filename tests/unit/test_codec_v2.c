@@ -171,7 +171,7 @@ static const char *err_name(int code)
 		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
 		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
 		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
+		"ENOTSUP", "EUNKNOWN",
 	};
 
 	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
@@ -780,8 +780,9 @@ static bool error_table(void)
 		{ 203, 400, NULL, STORE_EINVAL },
 		{ 209, 400, NULL, STORE_EINVAL },
 		{ 300, 500, "etcdserver: request timed out", STORE_ETIMEOUT },
-		{ 300, 500, "etcdserver: no leader", STORE_EUNREACHABLE },
-		{ 301, 500, NULL, STORE_EUNREACHABLE },
+		/* raft errors: the request reached etcd, maybe raft */
+		{ 300, 500, "etcdserver: no leader", STORE_EUNKNOWN },
+		{ 301, 500, NULL, STORE_EUNKNOWN },
 		{ 400, 400, NULL, STORE_EUNREACHABLE },
 		{ 401, 400, NULL, STORE_ECOMPACTED },
 		{ 999, 400, NULL, STORE_EBADREPLY },
@@ -794,8 +795,8 @@ static bool error_table(void)
 		{ 0, 414, NULL, STORE_ETOOLARGE },
 		{ 0, 431, NULL, STORE_ETOOLARGE },
 		{ 0, 429, NULL, STORE_EUNREACHABLE },
-		{ 0, 500, NULL, STORE_EUNREACHABLE },
-		{ 0, 503, NULL, STORE_EUNREACHABLE },
+		{ 0, 500, NULL, STORE_EUNKNOWN },
+		{ 0, 503, NULL, STORE_EUNKNOWN },
 		{ 0, 504, NULL, STORE_ETIMEOUT },
 		{ 0, 301, NULL, STORE_EBADREPLY },
 		{ 0, 400, NULL, STORE_EBADREPLY },
