@@ -40,17 +40,14 @@
  * Threads: any number of threads may call in at once; a watch has a
  * thread of its own.  Lock order: only a watch's lock, taken alone.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "etcd2_codec.h"
 #include "store_i.h"
+#include "thread.h"
 #include "transport.h"
 
 #define E2_FORM		"application/x-www-form-urlencoded"
@@ -576,10 +573,7 @@ static int e2_rmdir(struct store *s, const char *key, size_t key_len,
 struct e2_watch {
 	struct store *s;
 	struct store_watch *w;
-	pthread_t thread;
-	volatile bool stop;		/* set once, by e2_watch_stop */
-	pthread_mutex_t lock;		/* for the back-off's wait */
-	pthread_cond_t cond;
+	struct thread t;		/* its stop flag and back-off waits */
 	char *wait_key;			/* what to wait on: the key, or
 					 * the range's directory ("": /) */
 	size_t wait_key_len;
@@ -623,27 +617,9 @@ static int e2_watch_data(void *arg, const char *data, size_t len)
 	return memchr(data, '\n', len) ? 1 : 0;
 }
 
-/* Waits @ms or until the watch is stopped. */
-static void e2_watch_sleep(struct e2_watch *ew, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&ew->lock);
-	while (!ew->stop &&
-	       pthread_cond_timedwait(&ew->cond, &ew->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&ew->lock);
-}
-
 /* Reports the transient error @code and waits the back-off. */
-static void e2_watch_error(struct e2_watch *ew, int code, long *backoff)
+static void e2_watch_error(struct e2_watch *ew, int code,
+			   struct thread_backoff *backoff)
 {
 	struct store_event ev = { 0 };
 
@@ -651,13 +627,12 @@ static void e2_watch_error(struct e2_watch *ew, int code, long *backoff)
 	ev.err = code;
 	ev.revision = ew->next - 1;
 	ew->w->fn(ew->w->arg, &ev);
-	e2_watch_sleep(ew, *backoff);
-	*backoff = *backoff * 2 > E2_BACKOFF_MAX_MS ? E2_BACKOFF_MAX_MS :
-		   *backoff * 2;
+	thread_backoff_wait(&ew->t, backoff);
 }
 
 /* One long poll; false when the watch is over. */
-static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
+static bool e2_watch_poll(struct e2_watch *ew,
+			  struct thread_backoff *backoff)
 {
 	struct store_watch *w = ew->w;
 	struct store_error err = { 0 };
@@ -678,9 +653,9 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 	ew->len = 0;
 	ew->over = false;
 	rc = transport_stream(ew->s->tr, "GET", path, NULL, NULL, 0,
-			      e2_watch_data, ew, &ew->stop, &status, &err);
+			      e2_watch_data, ew, &ew->t.stop, &status, &err);
 	free(path);
-	if (ew->stop)
+	if (thread_stopping(&ew->t))
 		return false;
 	if (rc < 0 || ew->over || ew->len == 0) {
 		/* lost, or ended without an event: etcd stopping, say */
@@ -713,7 +688,7 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 		e2_watch_error(ew, rc, backoff);
 		return true;
 	}
-	*backoff = E2_BACKOFF_MIN_MS;
+	thread_backoff_reset(backoff);
 	ew->next = ev.revision + 1;
 	w->fn(w->arg, &ev);
 	etcd2_reply_release(&r);
@@ -724,17 +699,16 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 static void *e2_watch_main(void *arg)
 {
 	struct e2_watch *ew = arg;
-	long backoff = E2_BACKOFF_MIN_MS;
+	struct thread_backoff backoff;
 
-	while (!ew->stop && e2_watch_poll(ew, &backoff))
+	thread_backoff_init(&backoff, E2_BACKOFF_MIN_MS, E2_BACKOFF_MAX_MS);
+	while (!thread_stopping(&ew->t) && e2_watch_poll(ew, &backoff))
 		;
 	return NULL;
 }
 
 static void e2_watch_free(struct e2_watch *ew)
 {
-	pthread_cond_destroy(&ew->cond);
-	pthread_mutex_destroy(&ew->lock);
 	free(ew->wait_key);
 	free(ew->buf);
 	free(ew);
@@ -743,8 +717,6 @@ static void e2_watch_free(struct e2_watch *ew)
 static int e2_watch(struct store *s, struct store_watch *w,
 		    struct store_error *err)
 {
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	struct e2_watch *ew;
 	const char *why;
 	size_t len;
@@ -758,22 +730,6 @@ static int e2_watch(struct store *s, struct store_watch *w,
 		return e2_nomem(err, w->key, w->key_len);
 	ew->s = s;
 	ew->w = w;
-	if (pthread_condattr_init(&ca) != 0) {
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rc = pthread_cond_init(&ew->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc != 0) {
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
-	if (pthread_mutex_init(&ew->lock, NULL) != 0) {
-		pthread_cond_destroy(&ew->cond);
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
 	if (w->range_end) {
 		len = etcd2_codec_range_dir(w->key, w->key_len, w->range_end,
 					    w->range_end_len);
@@ -799,11 +755,7 @@ static int e2_watch(struct store *s, struct store_watch *w,
 		ew->next++;
 	}
 	w->be = ew;
-	/* the thread must not take the signals FUSE and main() handle */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&ew->thread, NULL, e2_watch_main, ew);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = thread_start(&ew->t, e2_watch_main, ew);
 	if (rc != 0) {
 		w->be = NULL;
 		rc = store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
@@ -824,11 +776,7 @@ static void e2_watch_stop(struct store_watch *w)
 
 	if (!ew)
 		return;
-	pthread_mutex_lock(&ew->lock);
-	ew->stop = true;
-	pthread_cond_broadcast(&ew->cond);
-	pthread_mutex_unlock(&ew->lock);
-	pthread_join(ew->thread, NULL);
+	thread_stop(&ew->t);
 	e2_watch_free(ew);
 	w->be = NULL;
 }
