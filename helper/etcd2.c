@@ -78,13 +78,10 @@ static int e2_nomem(struct store_error *err, const char *key, size_t len)
 static int e2_refail(struct store_error *err, int rc, const char *key,
 		     size_t len, int64_t rev)
 {
-	char msg[sizeof(err->msg)];
-
+	/* store_fail reads its arguments before it writes @err */
 	if (!err)
 		return rc;
-	memcpy(msg, err->msg, sizeof(msg));
-	msg[sizeof(msg) - 1] = '\0';
-	return store_fail(err, rc, key, len, rev, "%s", msg);
+	return store_fail(err, rc, key, len, rev, "%s", err->msg);
 }
 
 static int e2_rekey(struct store_error *err, int rc, const char *key,
@@ -114,7 +111,7 @@ static int e2_call(struct store *s, const char *method, const char *key,
 		   struct store_error *err)
 {
 	struct transport_reply tr = { 0 };
-	char msg[400];
+	struct store_error ce = { 0 };
 	char *path;
 	int rc;
 
@@ -127,11 +124,10 @@ static int e2_call(struct store *s, const char *method, const char *key,
 	free(path);
 	if (rc < 0)
 		return e2_rekey(err, rc, key, key_len);
-	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, msg,
-			       sizeof(msg));
+	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
 	transport_reply_release(&tr);
 	if (rc < 0)
-		store_fail(err, rc, key, key_len, 0, "%s", msg);
+		store_fail(err, rc, key, key_len, 0, "%s", ce.msg);
 	return rc;
 }
 
@@ -318,7 +314,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	bool quorum = e2_quorum(s, flags);
 	int64_t probe, max_index = 0;
 	size_t dir_len;
-	char msg[400];
+	struct store_error ce = { 0 };
 	char *path;
 	int rc;
 
@@ -350,10 +346,9 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 		rc = etcd2_codec_list(tr.body, tr.len, key, key_len, range_end,
 				      range_end_len,
 				      flags & STORE_READ_KEYS_ONLY, out,
-				      &max_index, msg, sizeof(msg));
+				      &max_index, &ce);
 	} else {
-		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
-				       sizeof(msg));
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, &ce);
 		/* no directory there, or a key above it: no keys */
 		if (r.error_code == ETCD2_EKEY_NOT_FOUND ||
 		    r.error_code == ETCD2_ENOT_DIR) {
@@ -364,7 +359,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	}
 	transport_reply_release(&tr);
 	if (rc < 0)
-		return store_fail(err, rc, key, dir_len, 0, "%s", msg);
+		return store_fail(err, rc, key, dir_len, 0, "%s", ce.msg);
 	out->revision = probe > max_index ? probe : max_index;
 	return 0;
 }
@@ -638,7 +633,8 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	struct store_error err = { 0 };
 	struct store_event ev;
 	struct etcd2_reply r;
-	char query[80], msg[400];
+	char query[80];
+	struct store_error ce = { 0 };
 	long status = 0;
 	char *path;
 	int rc;
@@ -663,7 +659,7 @@ static bool e2_watch_poll(struct e2_watch *ew,
 			       STORE_EUNREACHABLE, backoff);
 		return true;
 	}
-	rc = etcd2_codec_reply(status, ew->buf, ew->len, &r, msg, sizeof(msg));
+	rc = etcd2_codec_reply(status, ew->buf, ew->len, &r, &ce);
 	if (rc == STORE_ECOMPACTED) {
 		memset(&ev, 0, sizeof(ev));
 		ev.type = STORE_EV_ERROR;
@@ -676,8 +672,7 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	}
 	if (rc == 0)
 		rc = etcd2_codec_event(&r, w->key, w->key_len, w->range_end,
-				       w->range_end_len, &ev, msg,
-				       sizeof(msg));
+				       w->range_end_len, &ev, &ce);
 	if (rc == 0 && ev.revision < ew->next)
 		rc = STORE_EBADREPLY;	/* from before what was asked */
 	if (rc < 0) {
@@ -788,7 +783,7 @@ static int e2_members(struct store *s, struct store_member **members,
 {
 	struct transport_reply tr = { 0 };
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
 	*members = NULL;
@@ -798,16 +793,14 @@ static int e2_members(struct store *s, struct store_member **members,
 	if (rc < 0)
 		return rc;
 	if (tr.status >= 200 && tr.status < 300) {
-		rc = etcd2_codec_members(tr.body, tr.len, members, n, msg,
-					 sizeof(msg));
+		rc = etcd2_codec_members(tr.body, tr.len, members, n, &ce);
 	} else {
-		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
-				       sizeof(msg));
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, &ce);
 		etcd2_reply_release(&r);
 	}
 	transport_reply_release(&tr);
 	if (rc < 0)
-		return store_fail(err, rc, NULL, 0, 0, "%s", msg);
+		return store_fail(err, rc, NULL, 0, 0, "%s", ce.msg);
 	return 0;
 }
 
