@@ -15,9 +15,10 @@
 # in each of 5 runs (5 tests, each with a cluster and a mount of its
 # own).  ETCDFS_API=v2 runs the same over the v2 keys API.
 #
-# Wall time: 45-60 s a run on an idle 2-core machine (about 4 minutes for
-# the file, a backend); the 400 increments through getfattr, cat, setfattr
-# and cat, with the conflicts of eight writers, dominate, not the kills.
+# Wall time: 50-85 s a run, 4 to 7 minutes for the file and a backend
+# (249 s and 415 s measured on a 2-core machine shared with other builds);
+# the 400 increments through getfattr, cat, setfattr and cat, with the
+# conflicts of eight writers, dominate, not the kills.
 #
 # It cannot choose which requests are in flight at the instant of a kill:
 # with eight writers on one key, some always are, but a run where none

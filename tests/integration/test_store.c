@@ -38,6 +38,7 @@
 
 #include "store.h"
 #include "tap.h"
+#include "util.h"
 
 extern char **environ;
 
@@ -48,163 +49,7 @@ static const char *scratch;	/* a dir of our own */
 /* etcdctl against the main etcd, up to the subcommand */
 static char ctl_main[512];
 
-/*
- * Checks that @expr returns @want; on a mismatch says what came back and
- * fails the case.  Expects a struct store_error named err in scope.
- */
-#define CHECK_RC(expr, want)						\
-	do {								\
-		int rc_ = (expr);					\
-		int want_ = (want);					\
-		if (rc_ != want_) {					\
-			tap_diag("%s:%d: %s returned %d (%s), expected %d (%s)%s%s", \
-				 __FILE__, __LINE__, #expr, rc_,	\
-				 store_errname(rc_), want_,		\
-				 store_errname(want_),			\
-				 rc_ ? ": " : "", rc_ ? err.msg : "");	\
-			return false;					\
-		}							\
-		if (want_ != STORE_OK && (err.code != want_ ||		\
-					  err.msg[0] == '\0')) {	\
-			tap_diag("%s:%d: %s: err.code %d, err.msg '%s'", \
-				 __FILE__, __LINE__, #expr, err.code,	\
-				 err.msg);				\
-			return false;					\
-		}							\
-	} while (0)
-
 /* ---- small utilities ---- */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
-		;
-}
-
-__attribute__((format(printf, 1, 0)))
-static char *vfmt(const char *f, va_list ap)
-{
-	char *s;
-
-	if (vasprintf(&s, f, ap) < 0) {
-		fprintf(stderr, "test_store: out of memory\n");
-		abort();
-	}
-	return s;
-}
-
-__attribute__((format(printf, 1, 2)))
-static char *fmt(const char *f, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, f);
-	s = vfmt(f, ap);
-	va_end(ap);
-	return s;
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p) {
-		fprintf(stderr, "test_store: out of memory\n");
-		abort();
-	}
-	return p;
-}
-
-static char *xmemdup(const void *p, size_t n)
-{
-	char *d = xmalloc(n + 1);
-
-	memcpy(d, p, n);
-	d[n] = '\0';
-	return d;
-}
-
-/* Runs a shell command; returns its exit status, or -1 if it did not exit. */
-__attribute__((format(printf, 1, 2)))
-static int sh(const char *f, ...)
-{
-	va_list ap;
-	char *cmd;
-	int st;
-
-	va_start(ap, f);
-	cmd = vfmt(f, ap);
-	va_end(ap);
-	fflush(stdout);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st)) {
-		tap_diag("command did not exit: %s", cmd);
-		free(cmd);
-		return -1;
-	}
-	if (WEXITSTATUS(st) != 0)
-		tap_diag("command exited with %d: %s", WEXITSTATUS(st), cmd);
-	free(cmd);
-	return WEXITSTATUS(st);
-}
-
-/*
- * Runs a shell command and returns what it printed (malloc()ed,
- * NUL-terminated), or NULL if it failed.
- */
-__attribute__((format(printf, 1, 2)))
-static char *sh_out(const char *f, ...)
-{
-	va_list ap;
-	char *cmd, *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	FILE *p;
-	int st;
-
-	va_start(ap, f);
-	cmd = vfmt(f, ap);
-	va_end(ap);
-	fflush(stdout);
-	p = popen(cmd, "r");
-	if (!p) {
-		tap_diag("popen failed: %s", cmd);
-		free(cmd);
-		return NULL;
-	}
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536 * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	buf[len] = '\0';
-	st = pclose(p);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		tap_diag("command failed (%d): %s", st, cmd);
-		free(cmd);
-		free(buf);
-		return NULL;
-	}
-	free(cmd);
-	return buf;
-}
 
 static int b64val(unsigned char c)
 {
@@ -225,7 +70,7 @@ static int b64val(unsigned char c)
 static char *b64dec(const char *in, size_t *out_len)
 {
 	size_t n = strlen(in), o = 0;
-	char *out = xmalloc(n / 4 * 3 + 3);
+	char *out = util_xmalloc(n / 4 * 3 + 3);
 	uint32_t acc = 0;
 	int bits = 0;
 
@@ -250,59 +95,6 @@ static char *b64dec(const char *in, size_t *out_len)
 	*out_len = o;
 	return out;
 }
-
-/* Prints @p as a C string literal into a static buffer, for diagnostics. */
-static const char *show(const char *p, size_t n)
-{
-	static char buf[4][200];
-	static int which;
-	char *b = buf[which++ % 4];
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && o + 5 < sizeof(buf[0]); i++) {
-		unsigned char c = (unsigned char)p[i];
-
-		if (c >= 0x20 && c < 0x7f && c != '\\')
-			b[o++] = (char)c;
-		else
-			o += (size_t)snprintf(b + o, sizeof(buf[0]) - o,
-					      "\\x%02x", c);
-	}
-	b[o] = '\0';
-	return b;
-}
-
-static bool mem_is(const char *p, size_t n, const char *want, size_t want_n)
-{
-	return n == want_n && (n == 0 || memcmp(p, want, n) == 0);
-}
-
-/* True if @kv holds @key and @value, both NUL-terminated past their end. */
-static bool kv_is(const struct store_kv *kv, const char *key, size_t key_len,
-		  const char *value, size_t value_len)
-{
-	if (!kv->key || !mem_is(kv->key, kv->key_len, key, key_len)) {
-		tap_diag("key is '%s', expected '%s'",
-			 kv->key ? show(kv->key, kv->key_len) : "(null)",
-			 show(key, key_len));
-		return false;
-	}
-	if (!kv->value || !mem_is(kv->value, kv->value_len, value, value_len)) {
-		tap_diag("value of '%s' is '%s', expected '%s'",
-			 show(key, key_len),
-			 kv->value ? show(kv->value, kv->value_len) : "(null)",
-			 show(value, value_len));
-		return false;
-	}
-	if (kv->key[kv->key_len] != '\0' || kv->value[kv->value_len] != '\0') {
-		tap_diag("key or value of '%s' not NUL-terminated",
-			 show(key, key_len));
-		return false;
-	}
-	return true;
-}
-
-#define S(lit) lit, sizeof(lit) - 1
 
 /* ---- etcdctl, the independent witness ---- */
 
@@ -380,7 +172,7 @@ static bool ctl_range(const char *ctl, const char *args, struct clist *out)
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
-	text = sh_out("%s get %s -w json", ctl, args);
+	text = util_sh_out("%s get %s -w json", ctl, args);
 	if (!text)
 		return false;
 	blank_ids(text);
@@ -428,7 +220,7 @@ static bool ctl_range(const char *ctl, const char *args, struct clist *out)
 static int ctl_get(const char *key, struct ckv *out)
 {
 	struct clist l;
-	char *args = fmt("'%s'", key);
+	char *args = util_fmt("'%s'", key);
 	bool ok = ctl_range(ctl_main, args, &l);
 
 	free(args);
@@ -463,10 +255,10 @@ static bool ctl_has(const char *key, const char *value)
 		tap_diag("etcd does not hold '%s'", key);
 		return false;
 	}
-	ok = mem_is(c.value, c.value_len, value, strlen(value));
+	ok = util_mem_is(c.value, c.value_len, value, strlen(value));
 	if (!ok)
 		tap_diag("etcd holds '%s' = '%s', expected '%s'", key,
-			 show(c.value, c.value_len), value);
+			 util_show(c.value, c.value_len), value);
 	ckv_release(&c);
 	return ok;
 }
@@ -500,12 +292,12 @@ static int64_t ctl_mod(const char *key)
 
 static bool ctl_put(const char *key, const char *value)
 {
-	return sh("%s put '%s' '%s' >/dev/null", ctl_main, key, value) == 0;
+	return util_sh("%s put '%s' '%s' >/dev/null", ctl_main, key, value) == 0;
 }
 
 static bool ctl_del(const char *key)
 {
-	return sh("%s del '%s' >/dev/null", ctl_main, key) == 0;
+	return util_sh("%s del '%s' >/dev/null", ctl_main, key) == 0;
 }
 
 /* The main etcd's current revision, by etcdctl; -1 on error. */
@@ -528,7 +320,7 @@ static int64_t ctl_revision(void)
  */
 static long range_requests(void)
 {
-	char *out = sh_out("curl -s --max-time 10 %s/metrics | grep "
+	char *out = util_sh_out("curl -s --max-time 10 %s/metrics | grep "
 			   "'^grpc_server_handled_total{grpc_code=\"OK\","
 			   "grpc_method=\"Range\",grpc_service="
 			   "\"etcdserverpb.KV\"'", endpoint);
@@ -553,18 +345,6 @@ static long range_requests(void)
 
 /* ---- stores ---- */
 
-static struct store *store_open_cfg(const struct store_config *cfg)
-{
-	struct store_error err;
-	struct store *s;
-
-	memset(&err, 0, sizeof(err));
-	s = store_new(cfg, &err);
-	if (!s)
-		tap_diag("store_new: %s (%s)", err.msg, store_errname(err.code));
-	return s;
-}
-
 static struct store *store_open(const char *prefix)
 {
 	struct store_config cfg = {
@@ -573,7 +353,7 @@ static struct store *store_open(const char *prefix)
 		.prefix = prefix,
 	};
 
-	return store_open_cfg(&cfg);
+	return util_store_open(&cfg);
 }
 
 /* A port on 127.0.0.1 nothing listens on (connections are refused). */
@@ -674,237 +454,9 @@ static void garbage_stop(struct garbage *g)
 
 /* ---- extra etcd servers (TLS, auth) ---- */
 
-struct extra {
-	char dir[PATH_MAX];
-	char endpoint[128];
-	char ctl[PATH_MAX + 512];	/* etcdctl for it, up to the subcommand */
-	bool running;
-};
-
-/* Reads the first line of @path into @buf. */
-static bool read_line(const char *path, char *buf, size_t size)
-{
-	FILE *f = fopen(path, "r");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fgets(buf, (int)size, f) != NULL;
-	fclose(f);
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	return ok && buf[0];
-}
-
-/*
- * Starts an etcd in @scratch/@name: "start" with @args, or "start-tls"
- * with the certificates in @certs.
- */
-static bool extra_start(struct extra *e, const char *name, const char *certs,
-			const char *args)
-{
-	char path[PATH_MAX + 16];
-
-	memset(e, 0, sizeof(*e));
-	snprintf(e->dir, sizeof(e->dir), "%s/%s", scratch, name);
-	if (certs) {
-		if (sh("'%s/lib/etcd.sh' start-tls '%s' '%s' %s >/dev/null",
-		       tests_dir, e->dir, certs, args ? args : "") != 0)
-			return false;
-	} else {
-		if (sh("'%s/lib/etcd.sh' start '%s' %s >/dev/null", tests_dir,
-		       e->dir, args ? args : "") != 0)
-			return false;
-	}
-	e->running = true;
-	snprintf(path, sizeof(path), "%s/endpoint", e->dir);
-	if (!read_line(path, e->endpoint, sizeof(e->endpoint))) {
-		tap_diag("no endpoint in '%s'", path);
-		return false;
-	}
-	if (certs)
-		snprintf(e->ctl, sizeof(e->ctl),
-			 "etcdctl --endpoints=%s --cacert='%s/ca.pem' "
-			 "--cert='%s/client.pem' --key='%s/client-key.pem' "
-			 "--dial-timeout=5s --command-timeout=20s",
-			 e->endpoint, certs, certs, certs);
-	else
-		snprintf(e->ctl, sizeof(e->ctl),
-			 "etcdctl --endpoints=%s --dial-timeout=5s "
-			 "--command-timeout=20s", e->endpoint);
-	return true;
-}
-
-static void extra_stop(struct extra *e)
-{
-	if (e->running)
-		sh("'%s/lib/etcd.sh' stop '%s'", tests_dir, e->dir);
-	e->running = false;
-}
-
 /* ---- watch event log ---- */
 
-struct ev {
-	enum store_event_type type;
-	char *key;
-	size_t key_len;
-	char *value;
-	size_t value_len;
-	char *prev_value;	/* NULL: no prev_kv */
-	size_t prev_len;
-	int64_t mod_revision;
-	int64_t create_revision;
-	int64_t version;
-	int64_t revision;
-	int err;
-	int64_t compact_revision;
-};
-
-struct evlog {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct ev evs[256];
-	size_t n;		/* events kept (not progress) */
-	size_t dropped;		/* over the array */
-	size_t progress;
-	int64_t last_revision;	/* of the last kept event */
-	bool out_of_order;
-};
-
-static void evlog_init(struct evlog *l)
-{
-	memset(l, 0, sizeof(*l));
-	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->cond, NULL);
-}
-
-static void evlog_release(struct evlog *l)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		free(l->evs[i].key);
-		free(l->evs[i].value);
-		free(l->evs[i].prev_value);
-	}
-	pthread_mutex_destroy(&l->lock);
-	pthread_cond_destroy(&l->cond);
-}
-
-static void on_event(void *arg, const struct store_event *ev)
-{
-	struct evlog *l = arg;
-	struct ev *e;
-
-	pthread_mutex_lock(&l->lock);
-	if (ev->type == STORE_EV_PROGRESS) {
-		l->progress++;
-		goto out;
-	}
-	if (l->n == sizeof(l->evs) / sizeof(l->evs[0])) {
-		l->dropped++;
-		goto out;
-	}
-	e = &l->evs[l->n++];
-	memset(e, 0, sizeof(*e));
-	e->type = ev->type;
-	e->revision = ev->revision;
-	e->err = ev->err;
-	e->compact_revision = ev->compact_revision;
-	if (ev->type == STORE_EV_PUT || ev->type == STORE_EV_DELETE) {
-		e->key = xmemdup(ev->kv.key ? ev->kv.key : "", ev->kv.key_len);
-		e->key_len = ev->kv.key_len;
-		e->value = xmemdup(ev->kv.value ? ev->kv.value : "",
-				   ev->kv.value_len);
-		e->value_len = ev->kv.value_len;
-		e->mod_revision = ev->kv.mod_revision;
-		e->create_revision = ev->kv.create_revision;
-		e->version = ev->kv.version;
-		if (ev->prev_kv.key) {
-			e->prev_value = xmemdup(ev->prev_kv.value ?
-						ev->prev_kv.value : "",
-						ev->prev_kv.value_len);
-			e->prev_len = ev->prev_kv.value_len;
-		}
-		if (e->mod_revision <= l->last_revision)
-			l->out_of_order = true;
-		l->last_revision = e->mod_revision;
-	}
-out:
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
-}
-
-/* Waits until @l holds @n events or @ms pass; returns how many it holds. */
-static size_t evlog_wait(struct evlog *l, size_t n, long ms)
-{
-	long long deadline = now_ms() + ms;
-	size_t got;
-
-	pthread_mutex_lock(&l->lock);
-	while (l->n < n) {
-		long long left = deadline - now_ms();
-		struct timespec ts;
-
-		if (left <= 0)
-			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += left / 1000;
-		ts.tv_nsec += (left % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
-	}
-	got = l->n;
-	pthread_mutex_unlock(&l->lock);
-	return got;
-}
-
-static bool ev_is(const struct ev *e, enum store_event_type type,
-		  const char *key, size_t key_len, const char *value,
-		  size_t value_len)
-{
-	if (e->type != type) {
-		tap_diag("event type %d, expected %d (err %s)", e->type, type,
-			 store_errname(e->err));
-		return false;
-	}
-	if (!mem_is(e->key, e->key_len, key, key_len)) {
-		tap_diag("event key '%s', expected '%s'",
-			 show(e->key, e->key_len), show(key, key_len));
-		return false;
-	}
-	if (type == STORE_EV_PUT &&
-	    !mem_is(e->value, e->value_len, value, value_len)) {
-		tap_diag("event value '%s', expected '%s'",
-			 show(e->value, e->value_len), show(value, value_len));
-		return false;
-	}
-	return true;
-}
-
 /* ---- configuration ---- */
-
-/* A bad configuration is refused by store_new with EINVAL. */
-static bool einval(const struct store_config *cfg, const char *what)
-{
-	struct store_error err;
-	struct store *s;
-
-	memset(&err, 0, sizeof(err));
-	s = store_new(cfg, &err);
-	if (s) {
-		tap_diag("store_new accepted %s", what);
-		store_free(s);
-		return false;
-	}
-	if (err.code != STORE_EINVAL || err.msg[0] == '\0') {
-		tap_diag("store_new on %s: code %s, msg '%s'", what,
-			 store_errname(err.code), err.msg);
-		return false;
-	}
-	return true;
-}
 
 static bool test_config_einval(void)
 {
@@ -916,44 +468,44 @@ static bool test_config_einval(void)
 	struct store *s;
 
 	/* the base itself is fine */
-	s = store_open_cfg(&base);
+	s = util_store_open(&base);
 	CHECK(s);
 	CHECK(strcmp(store_backend_name(s), "etcd3") == 0);
 	store_free(s);
 
 	c = base;
 	c.api = (enum store_api)7;
-	CHECK(einval(&c, "api 7"));
+	CHECK(util_einval(&c, "api 7"));
 	c = base;
 	c.endpoints = "";
-	CHECK(einval(&c, "an empty endpoint list"));
+	CHECK(util_einval(&c, "an empty endpoint list"));
 	c = base;
 	c.endpoints = "ftp://127.0.0.1:2379";
-	CHECK(einval(&c, "an ftp endpoint"));
+	CHECK(util_einval(&c, "an ftp endpoint"));
 	c = base;
 	c.endpoints = "http://";
-	CHECK(einval(&c, "an endpoint without a host"));
+	CHECK(util_einval(&c, "an endpoint without a host"));
 	c = base;
 	c.endpoints = "http://127.0.0.1:notaport";
-	CHECK(einval(&c, "a port that is not a number"));
+	CHECK(util_einval(&c, "a port that is not a number"));
 	c = base;
 	c.cert = "client.pem";
-	CHECK(einval(&c, "a certificate without its key"));
+	CHECK(util_einval(&c, "a certificate without its key"));
 	c = base;
 	c.key = "client-key.pem";
-	CHECK(einval(&c, "a key without its certificate"));
+	CHECK(util_einval(&c, "a key without its certificate"));
 	c = base;
 	c.user = "alice";
-	CHECK(einval(&c, "a user without a password"));
+	CHECK(util_einval(&c, "a user without a password"));
 	c = base;
 	c.connect_timeout_ms = -1;
-	CHECK(einval(&c, "a negative connect timeout"));
+	CHECK(util_einval(&c, "a negative connect timeout"));
 	c = base;
 	c.request_timeout_ms = -5;
-	CHECK(einval(&c, "a negative request timeout"));
+	CHECK(util_einval(&c, "a negative request timeout"));
 	c = base;
 	c.max_update_retries = -1;
-	CHECK(einval(&c, "negative update retries"));
+	CHECK(util_einval(&c, "negative update retries"));
 	return true;
 }
 
@@ -972,7 +524,7 @@ static bool test_create_get(void)
 	CHECK_RC(store_create(s, S("a"), S("hello"), 0, &rev, &err), STORE_OK);
 	CHECK(rev > 0);
 	CHECK_RC(store_get(s, S("a"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("a"), S("hello")));
+	CHECK(util_kv_is(&kv, S("a"), S("hello")));
 	CHECK(kv.mod_revision == rev);
 	CHECK(kv.create_revision == rev);
 	CHECK(kv.version == 1);
@@ -982,23 +534,23 @@ static bool test_create_get(void)
 
 	/* etcd holds what the store said, at the revision it said */
 	CHECK(ctl_get("/t/create/a", &c) == 1);
-	CHECK(mem_is(c.value, c.value_len, S("hello")));
+	CHECK(util_mem_is(c.value, c.value_len, S("hello")));
 	CHECK(c.mod_revision == rev && c.create_revision == rev);
 	ckv_release(&c);
 
 	/* both read flavours */
 	CHECK_RC(store_get(s, S("a"), STORE_READ_SERIAL, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("a"), S("hello")));
+	CHECK(util_kv_is(&kv, S("a"), S("hello")));
 	store_kv_release(&kv);
 	CHECK_RC(store_get(s, S("a"), STORE_READ_QUORUM, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("a"), S("hello")));
+	CHECK(util_kv_is(&kv, S("a"), S("hello")));
 	store_kv_release(&kv);
 
 	/* an empty value is a value */
 	CHECK_RC(store_create(s, S("empty"), "", 0, 0, &rev2, &err), STORE_OK);
 	CHECK(rev2 == rev + 1);
 	CHECK_RC(store_get(s, S("empty"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("empty"), "", 0));
+	CHECK(util_kv_is(&kv, S("empty"), "", 0));
 	store_kv_release(&kv);
 	CHECK(ctl_get("/t/create/empty", &c) == 1);
 	CHECK(c.value_len == 0);
@@ -1092,12 +644,12 @@ static bool test_binary_keys(void)
 				      keys[i].n, 0, NULL, &err), STORE_OK);
 
 	CHECK_RC(store_get(s, all, sizeof(all), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, all, sizeof(all), val, sizeof(val)));
+	CHECK(util_kv_is(&kv, all, sizeof(all), val, sizeof(val)));
 	store_kv_release(&kv);
 	for (i = 0; i < nkeys; i++) {
 		CHECK_RC(store_get(s, keys[i].k, keys[i].n, 0, &kv, &err),
 			 STORE_OK);
-		CHECK(kv_is(&kv, keys[i].k, keys[i].n, keys[i].k, keys[i].n));
+		CHECK(util_kv_is(&kv, keys[i].k, keys[i].n, keys[i].k, keys[i].n));
 		store_kv_release(&kv);
 	}
 	/* a key that is a prefix of stored ones is not one of them */
@@ -1116,7 +668,7 @@ static bool test_binary_keys(void)
 				memcmp(cl.kvs[j].key, "/t/bytes/", 9) == 0 &&
 				memcmp(cl.kvs[j].key + 9, k, n) == 0;
 		if (!found)
-			tap_diag("etcd lacks '/t/bytes/%s'", show(k, n));
+			tap_diag("etcd lacks '/t/bytes/%s'", util_show(k, n));
 		CHECK(found);
 	}
 	clist_release(&cl);
@@ -1136,17 +688,17 @@ static bool test_binary_keys(void)
 	/* prefixes ending in 0xff: the range end must carry correctly */
 	CHECK_RC(store_list(s, "\xff\xff", 2, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 3);
-	CHECK(kv_is(&l.kvs[0], "\xff\xff", 2, "\xff\xff", 2));
-	CHECK(kv_is(&l.kvs[1], "\xff\xff\0", 3, "\xff\xff\0", 3));
-	CHECK(kv_is(&l.kvs[2], "\xff\xff\xff", 3, "\xff\xff\xff", 3));
+	CHECK(util_kv_is(&l.kvs[0], "\xff\xff", 2, "\xff\xff", 2));
+	CHECK(util_kv_is(&l.kvs[1], "\xff\xff\0", 3, "\xff\xff\0", 3));
+	CHECK(util_kv_is(&l.kvs[2], "\xff\xff\xff", 3, "\xff\xff\xff", 3));
 	store_list_release(&l);
 	CHECK_RC(store_list(s, "\xff", 1, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 4);
 	store_list_release(&l);
 	CHECK_RC(store_list(s, "\0", 1, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 2);
-	CHECK(kv_is(&l.kvs[0], "\0", 1, "\0", 1));
-	CHECK(kv_is(&l.kvs[1], "\0\0", 2, "\0\0", 2));
+	CHECK(util_kv_is(&l.kvs[0], "\0", 1, "\0", 1));
+	CHECK(util_kv_is(&l.kvs[1], "\0\0", 2, "\0\0", 2));
 	store_list_release(&l);
 	store_free(s);
 	return true;
@@ -1175,14 +727,14 @@ static bool test_prefix_isolation(void)
 	CHECK(s);
 	CHECK_RC(store_list(s, "", 0, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 2);
-	CHECK(kv_is(&l.kvs[0], S("x"), S("inside-x")));
-	CHECK(kv_is(&l.kvs[1], S("y/z"), S("inside-z")));
+	CHECK(util_kv_is(&l.kvs[0], S("x"), S("inside-x")));
+	CHECK(util_kv_is(&l.kvs[1], S("y/z"), S("inside-z")));
 	store_list_release(&l);
 
 	/* a directory listing with its '/' never matches a longer name */
 	CHECK_RC(store_list(s, S("y/"), 0, &l, &err), STORE_OK);
 	CHECK(l.n == 1);
-	CHECK(kv_is(&l.kvs[0], S("y/z"), S("inside-z")));
+	CHECK(util_kv_is(&l.kvs[0], S("y/z"), S("inside-z")));
 	store_list_release(&l);
 	CHECK_RC(store_list(s, S("x/"), 0, &l, &err), STORE_OK);
 	CHECK(l.n == 0);
@@ -1199,7 +751,7 @@ static bool test_prefix_isolation(void)
 
 	/* the root store sees everything, with full keys */
 	CHECK_RC(store_get(root, S("/t/iso/a/new"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("/t/iso/a/new"), S("n")));
+	CHECK(util_kv_is(&kv, S("/t/iso/a/new"), S("n")));
 	store_kv_release(&kv);
 	CHECK_RC(store_list(root, S("/t/iso/"), 0, &l, &err), STORE_OK);
 	CHECK(l.n == 8);
@@ -1220,9 +772,9 @@ static bool test_prefix_isolation(void)
 	CHECK(f);
 	CHECK_RC(store_list(f, "", 0, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 3);
-	CHECK(kv_is(&l.kvs[0], "", 0, S("edge")));
-	CHECK(kv_is(&l.kvs[1], S("/x"), S("in2")));
-	CHECK(kv_is(&l.kvs[2], S("\xff"), S("in1")));
+	CHECK(util_kv_is(&l.kvs[0], "", 0, S("edge")));
+	CHECK(util_kv_is(&l.kvs[1], S("/x"), S("in2")));
+	CHECK(util_kv_is(&l.kvs[2], S("\xff"), S("in1")));
 	store_list_release(&l);
 	store_free(f);
 	store_free(s);
@@ -1242,14 +794,14 @@ static bool test_list_keys_only(void)
 	CHECK_RC(store_list(s, "", 0, STORE_READ_KEYS_ONLY, &l, &err),
 		 STORE_OK);
 	CHECK(l.n == 2);
-	CHECK(kv_is(&l.kvs[0], S("a"), "", 0));
-	CHECK(kv_is(&l.kvs[1], S("b"), "", 0));
+	CHECK(util_kv_is(&l.kvs[0], S("a"), "", 0));
+	CHECK(util_kv_is(&l.kvs[1], S("b"), "", 0));
 	CHECK(l.kvs[0].mod_revision > 0);
 	CHECK(l.kvs[1].mod_revision > l.kvs[0].mod_revision);
 	store_list_release(&l);
 	CHECK_RC(store_list(s, "", 0, STORE_READ_SERIAL, &l, &err), STORE_OK);
 	CHECK(l.n == 2);
-	CHECK(kv_is(&l.kvs[1], S("b"), S("value-b")));
+	CHECK(util_kv_is(&l.kvs[1], S("b"), S("value-b")));
 	store_list_release(&l);
 	store_free(s);
 	return true;
@@ -1334,7 +886,7 @@ static bool test_list_paged_one_revision(void)
 	struct writer w = { 0 };
 	pthread_t th[FILL_THREADS], wt;
 	struct clist cl;
-	struct store *s = store_open_cfg(&cfg);
+	struct store *s = util_store_open(&cfg);
 	int64_t end_rev;
 	int before, during, late = 0;
 	long ranges0, ranges1, pages;
@@ -1343,7 +895,7 @@ static bool test_list_paged_one_revision(void)
 	size_t i;
 
 	CHECK(s);
-	t0 = now_ms();
+	t0 = util_now_ms();
 	for (i = 0; i < FILL_THREADS; i++) {
 		fl[i] = (struct filler){ s, (int)i * PAGE_KEYS / FILL_THREADS,
 					 (int)(i + 1) * PAGE_KEYS / FILL_THREADS,
@@ -1356,16 +908,16 @@ static bool test_list_paged_one_revision(void)
 	}
 	tap_diag("created %d keys with %d threads in %lld ms", PAGE_KEYS,
 		 FILL_THREADS,
-		 now_ms() - t0);
+		 util_now_ms() - t0);
 
 	/* a second client keeps writing while the list pages through */
 	w.s = s;
 	CHECK(pthread_create(&wt, NULL, write_more, &w) == 0);
 	while (__atomic_load_n(&w.written, __ATOMIC_SEQ_CST) < 3 && !w.failed)
-		sleep_ms(1);
+		util_sleep_ms(1);
 	ranges0 = range_requests();
 	before = __atomic_load_n(&w.written, __ATOMIC_SEQ_CST);
-	t0 = now_ms();
+	t0 = util_now_ms();
 	memset(&err, 0, sizeof(err));
 	int rc = store_list(s, "", 0, 0, &l, &err);
 	during = __atomic_load_n(&w.written, __ATOMIC_SEQ_CST) - before;
@@ -1376,7 +928,7 @@ static bool test_list_paged_one_revision(void)
 	CHECK(w.failed == 0);
 	tap_diag("listed %zu keys at revision %" PRId64 " in %lld ms and %ld "
 		 "range requests while %d keys were added", l.n, l.revision,
-		 now_ms() - t0, ranges1 - ranges0, during);
+		 util_now_ms() - t0, ranges1 - ranges0, during);
 	CHECK(during > 0);
 	CHECK(l.n >= PAGE_KEYS);
 	/* in pages of 1000: a few requests, never one per key */
@@ -1386,7 +938,7 @@ static bool test_list_paged_one_revision(void)
 	CHECK(ranges1 - ranges0 <= pages + 3);
 
 	/* exactly what etcd held at that revision */
-	args = fmt("/t/page/ --prefix --rev=%" PRId64, l.revision);
+	args = util_fmt("/t/page/ --prefix --rev=%" PRId64, l.revision);
 	CHECK(ctl_range(ctl_main, args, &cl));
 	free(args);
 	if (cl.n != l.n)
@@ -1398,7 +950,7 @@ static bool test_list_paged_one_revision(void)
 
 		CHECK(c->key_len == l.kvs[i].key_len + 8);
 		CHECK(memcmp(c->key + 8, l.kvs[i].key, l.kvs[i].key_len) == 0);
-		CHECK(mem_is(c->value, c->value_len, l.kvs[i].value,
+		CHECK(util_mem_is(c->value, c->value_len, l.kvs[i].value,
 			     l.kvs[i].value_len));
 		CHECK(c->mod_revision == l.kvs[i].mod_revision);
 		CHECK(l.kvs[i].mod_revision <= l.revision);
@@ -1449,7 +1001,7 @@ static bool test_delete(void)
 	mod = ctl_mod("/t/del/a");
 	CHECK_RC(store_delete(s, S("a"), NULL, &prev, &rev, &err), STORE_OK);
 	CHECK(rev > mod);
-	CHECK(kv_is(&prev, S("a"), S("va")));
+	CHECK(util_kv_is(&prev, S("a"), S("va")));
 	CHECK(prev.mod_revision == mod);
 	store_kv_release(&prev);
 	CHECK(ctl_lacks("/t/del/a"));
@@ -1492,7 +1044,7 @@ static bool test_delete_stale_precondition(void)
 	CHECK_RC(store_delete(s, S("k"), &pre, &cur, NULL, &err),
 		 STORE_EPRECONDITION);
 	CHECK(err.revision == now);
-	CHECK(kv_is(&cur, S("k"), S("theirs")));
+	CHECK(util_kv_is(&cur, S("k"), S("theirs")));
 	CHECK(cur.mod_revision == now);
 	store_kv_release(&cur);
 	CHECK(ctl_has("/t/delpre/k", "theirs"));
@@ -1568,17 +1120,17 @@ static int upd_fn(void *arg, const struct store_kv *cur, struct store_update *ou
 		return u->fail_with;
 	out->lease = u->lease;
 	if (u->big) {
-		out->value = xmalloc(u->big);
+		out->value = util_xmalloc(u->big);
 		memset(out->value, 'B', u->big);
 		out->value_len = u->big;
 		return 0;
 	}
 	if (u->same) {
-		out->value = xmemdup(cur ? cur->value : "", cur ? cur->value_len : 0);
+		out->value = util_xmemdup(cur ? cur->value : "", cur ? cur->value_len : 0);
 		out->value_len = cur ? cur->value_len : 0;
 		return 0;
 	}
-	v = fmt("%.*s+u", cur ? (int)cur->value_len : 3,
+	v = util_fmt("%.*s+u", cur ? (int)cur->value_len : 3,
 		cur ? cur->value : "new");
 	out->value = v;
 	out->value_len = strlen(v);
@@ -1598,7 +1150,7 @@ static bool test_update_basic(void)
 					 &u, &out, &err), STORE_OK);
 	CHECK(u.calls == 1);
 	CHECK(strcmp(u.seen[0], "v0") == 0);
-	CHECK(kv_is(&out, S("a"), S("v0+u")));
+	CHECK(util_kv_is(&out, S("a"), S("v0+u")));
 	CHECK(out.version == 2);
 	CHECK(ctl_has("/t/upd/a", "v0+u"));
 	CHECK(ctl_mod("/t/upd/a") == out.mod_revision);
@@ -1617,7 +1169,7 @@ static bool test_update_basic(void)
 	CHECK_RC(store_guaranteed_update(s, S("b"), true, NULL, NULL, upd_fn,
 					 &u, &out, &err), STORE_OK);
 	CHECK(u.calls == 1 && u.seen_absent[0]);
-	CHECK(kv_is(&out, S("b"), S("new+u")));
+	CHECK(util_kv_is(&out, S("b"), S("new+u")));
 	CHECK(out.version == 1);
 	store_kv_release(&out);
 	CHECK(ctl_has("/t/upd/b", "new+u"));
@@ -1648,7 +1200,7 @@ static bool test_update_conflict_retried(void)
 	CHECK(u.calls == 2);
 	CHECK(strcmp(u.seen[0], "v0") == 0);
 	CHECK(strcmp(u.seen[1], "other-1") == 0);
-	CHECK(kv_is(&out, S("k"), S("other-1+u")));
+	CHECK(util_kv_is(&out, S("k"), S("other-1+u")));
 	CHECK(ctl_has("/t/updr/k", "other-1+u"));
 	CHECK(ctl_mod("/t/updr/k") == out.mod_revision);
 	store_kv_release(&out);
@@ -1667,7 +1219,7 @@ static bool test_update_conflict_exhausted(void)
 	};
 	struct store_error err = { 0 };
 	struct upd u = { .full_key = "/t/upde/k", .change_on = -1, .lease = -1 };
-	struct store *s = store_open_cfg(&cfg);
+	struct store *s = util_store_open(&cfg);
 	char last[32];
 
 	CHECK(s);
@@ -1699,7 +1251,7 @@ static bool test_update_noop(void)
 	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
 					 &u, &out, &err), STORE_OK);
 	CHECK(u.calls == 1);
-	CHECK(kv_is(&out, S("k"), S("same")));
+	CHECK(util_kv_is(&out, S("k"), S("same")));
 	CHECK(out.mod_revision == mod);
 	store_kv_release(&out);
 	CHECK(ctl_mod("/t/updn/k") == mod);
@@ -1756,7 +1308,7 @@ static bool test_update_preconditions(void)
 	CHECK(u.calls == 2);
 	CHECK(strcmp(u.seen[0], "v0") == 0);
 	CHECK(strcmp(u.seen[1], "v1") == 0);
-	CHECK(kv_is(&out, S("k"), S("v1+u")));
+	CHECK(util_kv_is(&out, S("k"), S("v1+u")));
 	CHECK(ctl_has("/t/updp/k", "v1+u"));
 	store_kv_release(&sugg);
 
@@ -1847,7 +1399,7 @@ static bool test_lease(void)
 	CHECK(s);
 	CHECK_RC(store_lease_grant(s, 60, &id, &err), STORE_OK);
 	CHECK(id > 0);
-	out = sh_out("%s lease timetolive %" PRIx64, ctl_main, (uint64_t)id);
+	out = util_sh_out("%s lease timetolive %" PRIx64, ctl_main, (uint64_t)id);
 	CHECK(out && strstr(out, "granted with TTL(60s)"));
 	free(out);
 
@@ -1866,7 +1418,7 @@ static bool test_lease(void)
 					 &u, NULL, &err), STORE_OK);
 	CHECK(ctl_get("/t/lease/k", &c) == 1);
 	CHECK(c.lease == id);
-	CHECK(mem_is(c.value, c.value_len, S("leased+u")));
+	CHECK(util_mem_is(c.value, c.value_len, S("leased+u")));
 	ckv_release(&c);
 
 	/* the same value without the lease is a change: written, lease gone */
@@ -1884,15 +1436,15 @@ static bool test_lease(void)
 	CHECK_RC(store_create(s, S("brief"), S("b"), short_id, NULL, &err),
 		 STORE_OK);
 	CHECK(ctl_has("/t/lease/brief", "b"));
-	t0 = now_ms();
+	t0 = util_now_ms();
 	do {
-		sleep_ms(250);
+		util_sleep_ms(250);
 		memset(&err, 0, sizeof(err));
 		rc = store_get(s, S("brief"), 0, &kv, &err);
 		store_kv_release(&kv);
-	} while (rc == STORE_OK && now_ms() - t0 < 15000);
+	} while (rc == STORE_OK && util_now_ms() - t0 < 15000);
 	CHECK_RC(rc, STORE_ENOTFOUND);
-	CHECK(now_ms() - t0 >= 1000);
+	CHECK(util_now_ms() - t0 >= 1000);
 	CHECK(ctl_lacks("/t/lease/brief"));
 	store_free(s);
 	return true;
@@ -1936,7 +1488,7 @@ static bool test_members(void)
 	CHECK(m[0].name && strcmp(m[0].name, "test") == 0);
 	CHECK(m[0].n_client_urls == 1);
 	CHECK(strcmp(m[0].client_urls[0], endpoint) == 0);
-	out = sh_out("%s member list -w simple", ctl_main);
+	out = util_sh_out("%s member list -w simple", ctl_main);
 	CHECK(out);
 	errno = 0;
 	id = strtoull(out, &end, 16);
@@ -1954,15 +1506,15 @@ static bool test_watch_order(void)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = store_open("/t/w1/");
 	int64_t r0 = 0;
 	bool ok = false;
 
 	CHECK(s);
-	evlog_init(&log);
+	util_evlog_init(&log);
 	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, on_event, &log, &w,
+	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, util_on_event, &log, &w,
 			     &err), STORE_OK);
 	CHECK(ctl_put("/t/w1/a", "1"));
 	CHECK(ctl_put("/t/w1/b", "2"));
@@ -1970,18 +1522,18 @@ static bool test_watch_order(void)
 	CHECK(ctl_put("/t/w1/a", "3"));
 	CHECK(ctl_del("/t/w1/b"));
 	CHECK_RC(store_create(s, S("c/d"), S("4"), 0, NULL, &err), STORE_OK);
-	if (evlog_wait(&log, 5, 10000) < 5) {
+	if (util_evlog_wait(&log, 5, 10000) < 5) {
 		tap_diag("got %zu events of 5", log.n);
 		goto out;
 	}
-	sleep_ms(200);	/* nothing more is to come */
+	util_sleep_ms(200);	/* nothing more is to come */
 	pthread_mutex_lock(&log.lock);
 	ok = log.n == 5 && !log.out_of_order &&
-	     ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("1")) &&
-	     ev_is(&log.evs[1], STORE_EV_PUT, S("b"), S("2")) &&
-	     ev_is(&log.evs[2], STORE_EV_PUT, S("a"), S("3")) &&
-	     ev_is(&log.evs[3], STORE_EV_DELETE, S("b"), NULL, 0) &&
-	     ev_is(&log.evs[4], STORE_EV_PUT, S("c/d"), S("4"));
+	     util_ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("1")) &&
+	     util_ev_is(&log.evs[1], STORE_EV_PUT, S("b"), S("2")) &&
+	     util_ev_is(&log.evs[2], STORE_EV_PUT, S("a"), S("3")) &&
+	     util_ev_is(&log.evs[3], STORE_EV_DELETE, S("b"), NULL, 0) &&
+	     util_ev_is(&log.evs[4], STORE_EV_PUT, S("c/d"), S("4"));
 	if (ok) {
 		/* revisions: consecutive but for the write outside */
 		ok = log.evs[0].mod_revision == r0 + 1 &&
@@ -1995,9 +1547,9 @@ static bool test_watch_order(void)
 	if (ok) {
 		/* prev_kv on the overwrite and the delete */
 		ok = log.evs[2].prev_value &&
-		     mem_is(log.evs[2].prev_value, log.evs[2].prev_len, S("1")) &&
+		     util_mem_is(log.evs[2].prev_value, log.evs[2].prev_len, S("1")) &&
 		     log.evs[3].prev_value &&
-		     mem_is(log.evs[3].prev_value, log.evs[3].prev_len, S("2")) &&
+		     util_mem_is(log.evs[3].prev_value, log.evs[3].prev_len, S("2")) &&
 		     log.evs[2].version == 2 &&
 		     log.evs[2].create_revision == r0 + 1;
 		if (!ok)
@@ -2006,7 +1558,7 @@ static bool test_watch_order(void)
 	pthread_mutex_unlock(&log.lock);
 out:
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
@@ -2016,35 +1568,35 @@ static bool test_watch_from_past(void)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = store_open("/t/w2/");
 	int64_t first;
 	bool ok = false;
 
 	CHECK(s);
-	evlog_init(&log);
+	util_evlog_init(&log);
 	CHECK(ctl_put("/t/w2/a", "1"));
 	first = ctl_mod("/t/w2/a");
 	CHECK(ctl_put("/t/w2/b", "2"));
 	CHECK(ctl_put("/t/w2/c", "3"));
-	CHECK_RC(store_watch(s, "", 0, true, first + 1, on_event, &log, &w,
+	CHECK_RC(store_watch(s, "", 0, true, first + 1, util_on_event, &log, &w,
 			     &err), STORE_OK);
-	if (evlog_wait(&log, 2, 10000) < 2)
+	if (util_evlog_wait(&log, 2, 10000) < 2)
 		goto out;
 	CHECK(ctl_put("/t/w2/d", "4"));
-	if (evlog_wait(&log, 3, 10000) < 3)
+	if (util_evlog_wait(&log, 3, 10000) < 3)
 		goto out;
 	pthread_mutex_lock(&log.lock);
 	ok = log.n == 3 && !log.out_of_order &&
-	     ev_is(&log.evs[0], STORE_EV_PUT, S("b"), S("2")) &&
-	     ev_is(&log.evs[1], STORE_EV_PUT, S("c"), S("3")) &&
-	     ev_is(&log.evs[2], STORE_EV_PUT, S("d"), S("4"));
+	     util_ev_is(&log.evs[0], STORE_EV_PUT, S("b"), S("2")) &&
+	     util_ev_is(&log.evs[1], STORE_EV_PUT, S("c"), S("3")) &&
+	     util_ev_is(&log.evs[2], STORE_EV_PUT, S("d"), S("4"));
 	pthread_mutex_unlock(&log.lock);
 out:
 	if (!ok)
 		tap_diag("got %zu events", log.n);
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
@@ -2054,27 +1606,27 @@ static bool test_watch_one_key_from_now(void)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = store_open("/t/w3/");
 	bool ok = false;
 	int i;
 
 	CHECK(s);
-	evlog_init(&log);
-	CHECK_RC(store_watch(s, S("k"), false, 0, on_event, &log, &w, &err),
+	util_evlog_init(&log);
+	CHECK_RC(store_watch(s, S("k"), false, 0, util_on_event, &log, &w, &err),
 		 STORE_OK);
 	/* the watch may not be established yet: write until it sees one */
-	for (i = 0; i < 50 && evlog_wait(&log, 1, 200) < 1; i++) {
+	for (i = 0; i < 50 && util_evlog_wait(&log, 1, 200) < 1; i++) {
 		CHECK(ctl_put("/t/w3/kk", "not me"));
 		CHECK(ctl_put("/t/w3/k", "me"));
 	}
 	pthread_mutex_lock(&log.lock);
 	ok = log.n >= 1 && !log.out_of_order;
 	for (size_t j = 0; ok && j < log.n; j++)
-		ok = ev_is(&log.evs[j], STORE_EV_PUT, S("k"), S("me"));
+		ok = util_ev_is(&log.evs[j], STORE_EV_PUT, S("k"), S("me"));
 	pthread_mutex_unlock(&log.lock);
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
@@ -2083,28 +1635,28 @@ static bool test_watch_compacted(void)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = store_open("/t/w4/");
 	int64_t first, compact;
 	bool ok = false;
 
 	CHECK(s);
-	evlog_init(&log);
+	util_evlog_init(&log);
 	CHECK(ctl_put("/t/w4/a", "1"));
 	first = ctl_mod("/t/w4/a");
 	CHECK(ctl_put("/t/w4/a", "2"));
 	CHECK(ctl_put("/t/w4/a", "3"));
 	compact = ctl_mod("/t/w4/a");
-	CHECK(sh("%s compact %" PRId64 " >/dev/null", ctl_main, compact) == 0);
+	CHECK(util_sh("%s compact %" PRId64 " >/dev/null", ctl_main, compact) == 0);
 
-	CHECK_RC(store_watch(s, "", 0, true, first, on_event, &log, &w, &err),
+	CHECK_RC(store_watch(s, "", 0, true, first, util_on_event, &log, &w, &err),
 		 STORE_OK);
-	if (evlog_wait(&log, 1, 10000) < 1) {
+	if (util_evlog_wait(&log, 1, 10000) < 1) {
 		tap_diag("no event from a compacted start revision");
 		goto out;
 	}
 	CHECK(ctl_put("/t/w4/a", "after"));
-	sleep_ms(500);
+	util_sleep_ms(500);
 	pthread_mutex_lock(&log.lock);
 	ok = log.n == 1 && log.evs[0].type == STORE_EV_ERROR &&
 	     log.evs[0].err == STORE_ECOMPACTED &&
@@ -2117,25 +1669,25 @@ static bool test_watch_compacted(void)
 	pthread_mutex_unlock(&log.lock);
 out:
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 
 	/* from the compaction on, history is still there */
-	evlog_init(&log);
+	util_evlog_init(&log);
 	w = NULL;
 	memset(&err, 0, sizeof(err));
-	if (ok && store_watch(s, "", 0, true, compact, on_event, &log, &w,
+	if (ok && store_watch(s, "", 0, true, compact, util_on_event, &log, &w,
 			      &err) == STORE_OK) {
-		ok = evlog_wait(&log, 2, 10000) >= 2;
+		ok = util_evlog_wait(&log, 2, 10000) >= 2;
 		pthread_mutex_lock(&log.lock);
-		ok = ok && ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("3")) &&
-		     ev_is(&log.evs[1], STORE_EV_PUT, S("a"), S("after"));
+		ok = ok && util_ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("3")) &&
+		     util_ev_is(&log.evs[1], STORE_EV_PUT, S("a"), S("after"));
 		pthread_mutex_unlock(&log.lock);
 		store_watch_stop(w);
 	} else if (ok) {
 		tap_diag("watch from the compact revision: %s", err.msg);
 		ok = false;
 	}
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
@@ -2145,29 +1697,29 @@ static bool test_watch_prefix_isolation(void)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = store_open("/t/w5/");
 	int64_t r0 = 0;
 	bool ok = false;
 
 	CHECK(s);
-	evlog_init(&log);
+	util_evlog_init(&log);
 	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, on_event, &log, &w,
+	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, util_on_event, &log, &w,
 			     &err), STORE_OK);
 	CHECK(ctl_put("/t/w5", "no"));
 	CHECK(ctl_put("/t/w50", "no"));
 	CHECK(ctl_put("/t/w5/in", "yes"));
 	CHECK(ctl_put("/t/w6/x", "no"));
-	if (evlog_wait(&log, 1, 10000) >= 1) {
-		sleep_ms(300);
+	if (util_evlog_wait(&log, 1, 10000) >= 1) {
+		util_sleep_ms(300);
 		pthread_mutex_lock(&log.lock);
 		ok = log.n == 1 &&
-		     ev_is(&log.evs[0], STORE_EV_PUT, S("in"), S("yes"));
+		     util_ev_is(&log.evs[0], STORE_EV_PUT, S("in"), S("yes"));
 		pthread_mutex_unlock(&log.lock);
 	}
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
@@ -2191,13 +1743,13 @@ static bool test_failover(void)
 	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d,%s",
 		 dead_port(), dead_port(), endpoint);
 	cfg.endpoints = eps;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	CHECK(s);
-	t0 = now_ms();
+	t0 = util_now_ms();
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("k"), S("v")));
+	CHECK(util_kv_is(&kv, S("k"), S("v")));
 	store_kv_release(&kv);
-	CHECK(now_ms() - t0 < 5000);
+	CHECK(util_now_ms() - t0 < 5000);
 	CHECK(strcmp(store_endpoint(s), endpoint) == 0);
 	/* and it stays there */
 	CHECK_RC(store_create(s, S("k2"), S("v2"), 0, NULL, &err), STORE_OK);
@@ -2225,9 +1777,9 @@ static bool test_unreachable(void)
 	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d",
 		 dead_port(), dead_port());
 	cfg.endpoints = eps;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	CHECK(s);
-	t0 = now_ms();
+	t0 = util_now_ms();
 	CHECK_RC(store_revision(s, &rev, &err), STORE_EUNREACHABLE);
 	memset(&err, 0, sizeof(err));
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNREACHABLE);
@@ -2237,7 +1789,7 @@ static bool test_unreachable(void)
 	memset(&err, 0, sizeof(err));
 	CHECK_RC(store_create(s, S("k"), S("v"), 0, NULL, &err),
 		 STORE_EUNREACHABLE);
-	CHECK(now_ms() - t0 < 10000);
+	CHECK(util_now_ms() - t0 < 10000);
 	store_free(s);
 	return true;
 }
@@ -2255,12 +1807,12 @@ static bool test_too_large(void)
 	struct store_kv kv = { 0 };
 	struct upd u = { .full_key = "/t/big/small", .lease = -1 };
 	size_t big = 2u << 20;
-	char *v = xmalloc(big);
+	char *v = util_xmalloc(big);
 	struct store *s, *s4;
 	int64_t mod;
 
 	memset(v, 'x', big);
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	CHECK(s);
 	CHECK(store_max_value_size(s) == 1536u * 1024);
 
@@ -2271,7 +1823,7 @@ static bool test_too_large(void)
 
 	/* refused by etcd when the store lets it through */
 	cfg.max_value_size = 4u << 20;
-	s4 = store_open_cfg(&cfg);
+	s4 = util_store_open(&cfg);
 	CHECK(s4);
 	CHECK(store_max_value_size(s4) == 4u << 20);
 	memset(&err, 0, sizeof(err));
@@ -2293,7 +1845,7 @@ static bool test_too_large(void)
 	CHECK_RC(store_create(s, S("mib"), v, 1u << 20, 0, NULL, &err),
 		 STORE_OK);
 	CHECK_RC(store_get(s, S("mib"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("mib"), v, 1u << 20));
+	CHECK(util_kv_is(&kv, S("mib"), v, 1u << 20));
 	store_kv_release(&kv);
 	free(v);
 	store_free(s4);
@@ -2341,7 +1893,7 @@ static bool garbage_op(struct store *s, const struct garbage_case *gc,
 	struct store_error err = { 0 };
 	struct store_kv kv = { 0 };
 	struct store_list l = { 0 };
-	long long t0 = now_ms(), took;
+	long long t0 = util_now_ms(), took;
 	int64_t rev = 0;
 	int rc = STORE_OK;
 	const char *name = "";
@@ -2366,7 +1918,7 @@ static bool garbage_op(struct store *s, const struct garbage_case *gc,
 		rc = store_create(s, S("a"), S("v"), 0, NULL, &err);
 		break;
 	}
-	took = now_ms() - t0;
+	took = util_now_ms() - t0;
 	tap_diag("%s: %s -> %s (%lld ms): %s", gc->mode, name,
 		 store_errname(rc), took, err.msg);
 	if (rc != gc->want && (gc->also == 0 || rc != gc->also)) {
@@ -2402,7 +1954,7 @@ static bool test_garbage(const struct garbage_case *gc)
 	if (!garbage_start(&g, gc->mode, 1u << 20))
 		return false;
 	cfg.endpoints = g.url;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	if (!s) {
 		garbage_stop(&g);
 		return false;
@@ -2426,7 +1978,7 @@ static bool test_garbage_watch(void)
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
 	struct garbage g, q;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = NULL;
 	bool ok = false;
 	long long t0;
@@ -2437,14 +1989,14 @@ static bool test_garbage_watch(void)
 		garbage_stop(&g);
 		return false;
 	}
-	evlog_init(&log);
+	util_evlog_init(&log);
 	cfg.endpoints = g.url;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	if (!s)
 		goto out;
-	if (store_watch(s, "", 0, true, 1, on_event, &log, &w, &err) ==
+	if (store_watch(s, "", 0, true, 1, util_on_event, &log, &w, &err) ==
 	    STORE_OK) {
-		ok = evlog_wait(&log, 1, 10000) >= 1;
+		ok = util_evlog_wait(&log, 1, 10000) >= 1;
 		pthread_mutex_lock(&log.lock);
 		ok = ok && log.evs[0].type == STORE_EV_ERROR &&
 		     log.evs[0].err == STORE_EBADREPLY;
@@ -2454,12 +2006,12 @@ static bool test_garbage_watch(void)
 				 log.n ? (int)log.evs[0].type : -1,
 				 log.n ? store_errname(log.evs[0].err) : "");
 		pthread_mutex_unlock(&log.lock);
-		t0 = now_ms();
+		t0 = util_now_ms();
 		store_watch_stop(w);
 		w = NULL;
-		if (now_ms() - t0 > 3000) {
+		if (util_now_ms() - t0 > 3000) {
 			tap_diag("stopping the watch took %lld ms",
-				 now_ms() - t0);
+				 util_now_ms() - t0);
 			ok = false;
 		}
 	} else {
@@ -2472,29 +2024,29 @@ static bool test_garbage_watch(void)
 
 	/* a server that never answers: the watch waits, and stops on demand */
 	cfg.endpoints = q.url;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	if (!s) {
 		ok = false;
 		goto out;
 	}
 	memset(&err, 0, sizeof(err));
-	if (store_watch(s, "", 0, true, 1, on_event, &log, &w, &err) !=
+	if (store_watch(s, "", 0, true, 1, util_on_event, &log, &w, &err) !=
 	    STORE_OK) {
 		tap_diag("watch on a silent server: %s", err.msg);
 		ok = false;
 		goto out;
 	}
-	sleep_ms(1500);
-	t0 = now_ms();
+	util_sleep_ms(1500);
+	t0 = util_now_ms();
 	store_watch_stop(w);
 	w = NULL;
-	if (now_ms() - t0 > 3000) {
-		tap_diag("stopping a silent watch took %lld ms", now_ms() - t0);
+	if (util_now_ms() - t0 > 3000) {
+		tap_diag("stopping a silent watch took %lld ms", util_now_ms() - t0);
 		ok = false;
 	}
 out:
 	store_free(s);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	garbage_stop(&q);
 	garbage_stop(&g);
 	return ok;
@@ -2518,14 +2070,14 @@ static bool test_timeout(void)
 	if (!garbage_start(&g, "silent", 0))
 		return false;
 	cfg.endpoints = g.url;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	if (!s) {
 		garbage_stop(&g);
 		return false;
 	}
-	t0 = now_ms();
+	t0 = util_now_ms();
 	rc = store_get(s, S("k"), 0, &kv, &err);
-	took = now_ms() - t0;
+	took = util_now_ms() - t0;
 	store_free(s);
 	garbage_stop(&g);
 	tap_diag("timed out after %lld ms", took);
@@ -2563,14 +2115,14 @@ static bool tls_refused(const char *what, const char *certs, const char *ep,
 		cfg.cert = c;
 		cfg.key = k;
 	}
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	if (!s)
 		return false;
-	t0 = now_ms();
+	t0 = util_now_ms();
 	rc = store_create(s, S("refused"), S("x"), 0, NULL, &err);
 	store_free(s);
 	tap_diag("%s: %s (%lld ms): %s", what, store_errname(rc),
-		 now_ms() - t0, err.msg);
+		 util_now_ms() - t0, err.msg);
 	if (rc == STORE_OK || rc == STORE_EINTERNAL || err.code != rc ||
 	    err.msg[0] == '\0') {
 		tap_diag("%s: not refused clearly", what);
@@ -2581,14 +2133,14 @@ static bool tls_refused(const char *what, const char *certs, const char *ep,
 		tap_diag("%s: the message does not name the certificate", what);
 		return false;
 	}
-	if (now_ms() - t0 > 8000) {
+	if (util_now_ms() - t0 > 8000) {
 		tap_diag("%s: took too long", what);
 		return false;
 	}
 	return true;
 }
 
-static bool tls_cases(struct extra *e, const char *certs)
+static bool tls_cases(struct util_etcd *e, const char *certs)
 {
 	char ca[PATH_MAX + 32], c[PATH_MAX + 32], k[PATH_MAX + 32];
 	struct store_config cfg = {
@@ -2611,16 +2163,16 @@ static bool tls_cases(struct extra *e, const char *certs)
 	snprintf(k, sizeof(k), "%s/client-key.pem", certs);
 	CHECK(strncmp(e->endpoint, "https://", 8) == 0);
 
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	CHECK(s);
 	CHECK_RC(store_create(s, S("k"), S("secret"), 0, NULL, &err),
 		 STORE_OK);
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("k"), S("secret")));
+	CHECK(util_kv_is(&kv, S("k"), S("secret")));
 	store_kv_release(&kv);
 	store_free(s);
 	CHECK(ctl_range(e->ctl, "/tls/k", &cl));
-	CHECK(cl.n == 1 && mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
+	CHECK(cl.n == 1 && util_mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
 				  S("secret")));
 	clist_release(&cl);
 
@@ -2629,7 +2181,7 @@ static bool tls_cases(struct extra *e, const char *certs)
 	CHECK(port);
 	snprintf(local, sizeof(local), "https://localhost%s", port);
 	cfg.endpoints = local;
-	s = store_open_cfg(&cfg);
+	s = util_store_open(&cfg);
 	CHECK(s);
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
 	store_kv_release(&kv);
@@ -2652,18 +2204,18 @@ static bool tls_cases(struct extra *e, const char *certs)
 
 static bool test_tls(void)
 {
-	struct extra e;
+	struct util_etcd e;
 	char certs[PATH_MAX];
 	bool ok;
 
 	snprintf(certs, sizeof(certs), "%s/certs", scratch);
-	CHECK(sh("'%s/lib/etcd.sh' certs '%s'", tests_dir, certs) == 0);
-	if (!extra_start(&e, "etcd-tls", certs, NULL)) {
-		extra_stop(&e);
+	CHECK(util_sh("'%s/lib/etcd.sh' certs '%s'", tests_dir, certs) == 0);
+	if (!util_etcd_start(&e, "etcd-tls", certs, NULL)) {
+		util_etcd_stop(&e);
 		return false;
 	}
 	ok = tls_cases(&e, certs);
-	extra_stop(&e);
+	util_etcd_stop(&e);
 	return ok;
 }
 
@@ -2671,7 +2223,7 @@ static bool test_tls(void)
 
 #define AUTH_TTL 2
 
-static bool auth_setup(struct extra *e)
+static bool auth_setup(struct util_etcd *e)
 {
 	static const char *cmds[] = {
 		"user add root --new-user-password=rootpw",
@@ -2689,11 +2241,11 @@ static bool auth_setup(struct extra *e)
 	};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		CHECK(sh("%s %s >/dev/null 2>&1", e->ctl, cmds[i]) == 0);
+		CHECK(util_sh("%s %s >/dev/null 2>&1", e->ctl, cmds[i]) == 0);
 	return true;
 }
 
-static struct store *auth_store(struct extra *e, const char *user,
+static struct store *auth_store(struct util_etcd *e, const char *user,
 				const char *password, const char *prefix)
 {
 	struct store_config cfg = {
@@ -2706,10 +2258,10 @@ static struct store *auth_store(struct extra *e, const char *user,
 		.request_timeout_ms = 3000,
 	};
 
-	return store_open_cfg(&cfg);
+	return util_store_open(&cfg);
 }
 
-static bool auth_cases(struct extra *e)
+static bool auth_cases(struct util_etcd *e)
 {
 	struct store_error err = { 0 };
 	struct store_kv kv = { 0 };
@@ -2728,13 +2280,13 @@ static bool auth_cases(struct extra *e)
 	CHECK_RC(store_create(s, S("k"), S("by alice"), 0, NULL, &err),
 		 STORE_OK);
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("k"), S("by alice")));
+	CHECK(util_kv_is(&kv, S("k"), S("by alice")));
 	store_kv_release(&kv);
 	CHECK_RC(store_list(s, "", 0, 0, &l, &err), STORE_OK);
 	CHECK(l.n == 1);
 	store_list_release(&l);
 	CHECK(ctl_range(ctl, "/app/k", &cl));
-	CHECK(cl.n == 1 && mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
+	CHECK(cl.n == 1 && util_mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
 				  S("by alice")));
 	clist_release(&cl);
 
@@ -2742,7 +2294,7 @@ static bool auth_cases(struct extra *e)
 	 * The token expires AUTH_TTL seconds after its last use (checked
 	 * by hand below); the store must get a new one and carry on.
 	 */
-	tok = sh_out("curl -s -X POST -d '{\"name\":\"alice\",\"password\":"
+	tok = util_sh_out("curl -s -X POST -d '{\"name\":\"alice\",\"password\":"
 		     "\"alicepw\"}' %s/v3/auth/authenticate", e->endpoint);
 	CHECK(tok);
 	p = strstr(tok, "\"token\":\"");
@@ -2751,8 +2303,8 @@ static bool auth_cases(struct extra *e)
 	q = strchr(p, '"');
 	CHECK(q);
 	*q = '\0';
-	sleep_ms(AUTH_TTL * 1000 + 2000);
-	out = sh_out("curl -s -X POST -H 'Authorization: %s' "
+	util_sleep_ms(AUTH_TTL * 1000 + 2000);
+	out = util_sh_out("curl -s -X POST -H 'Authorization: %s' "
 		     "-d '{\"key\":\"L2FwcC9r\"}' %s/v3/kv/range", p,
 		     e->endpoint);
 	free(tok);
@@ -2762,9 +2314,9 @@ static bool auth_cases(struct extra *e)
 	CHECK(strstr(out, "invalid auth token"));
 	free(out);
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
-	CHECK(kv_is(&kv, S("k"), S("by alice")));
+	CHECK(util_kv_is(&kv, S("k"), S("by alice")));
 	store_kv_release(&kv);
-	sleep_ms(AUTH_TTL * 1000 + 2000);
+	util_sleep_ms(AUTH_TTL * 1000 + 2000);
 	CHECK_RC(store_create(s, S("k2"), S("after expiry"), 0, NULL, &err),
 		 STORE_OK);
 	CHECK(ctl_range(ctl, "/app/k2", &cl));
@@ -2822,11 +2374,11 @@ static bool auth_cases(struct extra *e)
 }
 
 /* A watch with a token gets its events. */
-static bool auth_watch(struct extra *e)
+static bool auth_watch(struct util_etcd *e)
 {
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct evlog log;
+	struct util_evlog log;
 	struct store *s = auth_store(e, "alice", "alicepw", "/app/");
 	char ctl[sizeof(e->ctl) + 64];
 	int64_t rev = 0;
@@ -2834,35 +2386,35 @@ static bool auth_watch(struct extra *e)
 
 	CHECK(s);
 	snprintf(ctl, sizeof(ctl), "%s --user=alice:alicepw", e->ctl);
-	evlog_init(&log);
+	util_evlog_init(&log);
 	CHECK_RC(store_revision(s, &rev, &err), STORE_OK);
-	CHECK_RC(store_watch(s, "", 0, true, rev + 1, on_event, &log, &w,
+	CHECK_RC(store_watch(s, "", 0, true, rev + 1, util_on_event, &log, &w,
 			     &err), STORE_OK);
-	CHECK(sh("%s put /app/w watched >/dev/null", ctl) == 0);
-	ok = evlog_wait(&log, 1, 10000) >= 1;
+	CHECK(util_sh("%s put /app/w watched >/dev/null", ctl) == 0);
+	ok = util_evlog_wait(&log, 1, 10000) >= 1;
 	pthread_mutex_lock(&log.lock);
-	ok = ok && ev_is(&log.evs[0], STORE_EV_PUT, S("w"), S("watched"));
+	ok = ok && util_ev_is(&log.evs[0], STORE_EV_PUT, S("w"), S("watched"));
 	pthread_mutex_unlock(&log.lock);
 	store_watch_stop(w);
-	evlog_release(&log);
+	util_evlog_release(&log);
 	store_free(s);
 	return ok;
 }
 
 static bool test_auth(void)
 {
-	struct extra e;
+	struct util_etcd e;
 	char args[64];
 	bool ok;
 
 	snprintf(args, sizeof(args), "--auth-token=simple --auth-token-ttl=%d",
 		 AUTH_TTL);
-	if (!extra_start(&e, "etcd-auth", NULL, args)) {
-		extra_stop(&e);
+	if (!util_etcd_start(&e, "etcd-auth", NULL, args)) {
+		util_etcd_stop(&e);
 		return false;
 	}
 	ok = auth_cases(&e) && auth_watch(&e);
-	extra_stop(&e);
+	util_etcd_stop(&e);
 	return ok;
 }
 
@@ -2875,25 +2427,6 @@ struct racer {
 	int failed;
 };
 
-static int incr_fn(void *arg, const struct store_kv *cur,
-		   struct store_update *out)
-{
-	long n = 0;
-	char *end;
-
-	(void)arg;
-	if (cur) {
-		errno = 0;
-		n = strtol(cur->value, &end, 10);
-		if (errno || end == cur->value || *end)
-			return STORE_EINVAL;
-	}
-	out->value = fmt("%ld", n + 1);
-	out->value_len = strlen(out->value);
-	out->lease = -1;
-	return 0;
-}
-
 static void *race(void *arg)
 {
 	struct racer *r = arg;
@@ -2902,7 +2435,7 @@ static void *race(void *arg)
 	for (int i = 0; i < 25; i++) {
 		memset(&err, 0, sizeof(err));
 		if (store_guaranteed_update(r->s, S("counter"), true, NULL,
-					    NULL, incr_fn, NULL, NULL,
+					    NULL, util_incr_fn, NULL, NULL,
 					    &err) == STORE_OK)
 			r->done++;
 		else {
@@ -2925,7 +2458,7 @@ static bool test_concurrent_updates(void)
 	};
 	struct racer r[4];
 	pthread_t th[4];
-	struct store *s = store_open_cfg(&cfg);
+	struct store *s = util_store_open(&cfg);
 	int total = 0;
 	char want[16];
 
@@ -2951,6 +2484,8 @@ int main(void)
 	endpoint = getenv("ETCDFS_TEST_ENDPOINTS");
 	tests_dir = getenv("TESTS_DIR");
 	scratch = getenv("ETCDFS_TEST_DIR");
+	util_tests_dir = tests_dir;
+	util_scratch = scratch;
 	if (!endpoint || !*endpoint || !tests_dir || !scratch) {
 		printf("Bail out! run under tests/lib/with-etcd with TESTS_DIR "
 		       "set (ETCDFS_TEST_ENDPOINTS, ETCDFS_TEST_DIR)\n");
