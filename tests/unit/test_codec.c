@@ -12,7 +12,7 @@
  * byte offset, and must give the same messages every time.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store.c.
+ * tested by tests/integration/test_store_*.c.
  */
 #include <dirent.h>
 #include <stdarg.h>

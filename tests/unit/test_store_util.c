@@ -6,7 +6,7 @@
  * Nothing here talks to etcd: store_new checks its configuration without
  * contacting the cluster, so even the accepted configurations point at
  * ports nobody listens on.  What needs a server is in
- * tests/integration/test_store.c.
+ * tests/integration/test_store_*.c.
  */
 #include <ctype.h>
 #include <stdbool.h>
