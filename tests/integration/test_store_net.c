@@ -193,6 +193,7 @@ static bool test_unreachable(void)
 	cfg.endpoints = eps;
 	s = util_store_open(&cfg);
 	CHECK(s);
+	util_watchdog_arm(20000, "test_unreachable", NULL, 0);
 	t0 = util_now_ms();
 	CHECK_RC(store_revision(s, &rev, &err), STORE_EUNREACHABLE);
 	memset(&err, 0, sizeof(err));
@@ -203,6 +204,7 @@ static bool test_unreachable(void)
 	memset(&err, 0, sizeof(err));
 	CHECK_RC(store_create(s, S("k"), S("v"), 0, NULL, &err),
 		 STORE_EUNREACHABLE);
+	util_watchdog_disarm();
 	CHECK(util_now_ms() - t0 < 10000);
 	store_free(s);
 	return true;
@@ -384,9 +386,12 @@ static bool test_garbage(const struct garbage_case *gc)
 		garbage_stop(&g);
 		return false;
 	}
+	/* each operation has 5 s (garbage_op) */
+	util_watchdog_arm(4 * 2 * 5000, "test_garbage", &g.pid, 1);
 	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
 		if (gc->ops & op)
 			ok = garbage_op(s, gc, op) && ok;
+	util_watchdog_disarm();
 	store_free(s);
 	garbage_stop(&g);
 	return ok;
@@ -419,6 +424,8 @@ static bool test_garbage_watch(void)
 	s = util_store_open(&cfg);
 	if (!s)
 		goto out;
+	util_watchdog_arm(30000, "test_garbage_watch", (pid_t[]){ g.pid, q.pid },
+			  2);
 	if (store_watch(s, "", 0, true, 1, util_on_event, &log, &w, &err) ==
 	    STORE_OK) {
 		ok = util_evlog_wait(&log, 1, 10000) >= 1;
@@ -471,6 +478,7 @@ static bool test_garbage_watch(void)
 		ok = false;
 	}
 out:
+	util_watchdog_disarm();
 	store_free(s);
 	util_evlog_release(&log);
 	garbage_stop(&q);
@@ -501,9 +509,11 @@ static bool test_timeout(void)
 		garbage_stop(&g);
 		return false;
 	}
+	util_watchdog_arm(10000, "test_timeout", &g.pid, 1);
 	t0 = util_now_ms();
 	rc = store_get(s, S("k"), 0, &kv, &err);
 	took = util_now_ms() - t0;
+	util_watchdog_disarm();
 	store_free(s);
 	garbage_stop(&g);
 	tap_diag("timed out after %lld ms", took);

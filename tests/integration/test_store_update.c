@@ -39,6 +39,7 @@ struct upd {
 	int fail_with;		/* returned from try_update when not 0 */
 	bool same;		/* return the current value unchanged */
 	int64_t lease;		/* to return */
+	int max_calls;		/* the case's own bound (0: none) */
 	char seen[8][64];	/* the values try_update was called with */
 	bool seen_absent[8];
 };
@@ -50,6 +51,10 @@ static int upd_fn(void *arg, const struct store_kv *cur,
 	int n = u->calls++;
 	char *v;
 
+	/* a store that ignores its retry bound fails the case here, not
+	 * at meson's timeout */
+	if (u->max_calls && u->calls > u->max_calls)
+		return STORE_EINTERNAL;
 	if (n < 8) {
 		if (cur)
 			snprintf(u->seen[n], sizeof(u->seen[n]), "%.*s",
@@ -150,7 +155,11 @@ static bool test_update_conflict_retried(void)
 	return true;
 }
 
-/* The key changes under every attempt: ECONFLICT after the bound. */
+/*
+ * The key changes under every attempt: ECONFLICT after the bound.  Past
+ * twice the bound try_update stops the update itself, so that a store
+ * that retried for ever fails here within seconds.
+ */
 static bool test_update_conflict_exhausted(void)
 {
 	struct store_config cfg = {
@@ -161,16 +170,23 @@ static bool test_update_conflict_exhausted(void)
 	};
 	struct store_error err = { 0 };
 	struct upd u = {
-		.full_key = "/t/upde/k", .change_on = -1, .lease = -1
+		.full_key = "/t/upde/k", .change_on = -1, .lease = -1,
+		.max_calls = 2 * 3,
 	};
 	struct store *s = util_store_open(&cfg);
 	char last[32];
+	int rc;
 
 	CHECK(s);
 	CHECK(ctl_put("/t/upde/k", "v0"));
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_ECONFLICT);
+	util_watchdog_arm(60000, "test_update_conflict_exhausted", NULL, 0);
+	rc = store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn, &u,
+				     NULL, &err);
+	util_watchdog_disarm();
 	tap_diag("try_update ran %d times with max_update_retries 3", u.calls);
+	if (u.calls > u.max_calls)
+		tap_diag("the update went on past max_update_retries");
+	CHECK_RC(rc, STORE_ECONFLICT);
 	CHECK(u.calls == 3 || u.calls == 4);
 	/* etcd keeps the other writer's last value, not ours */
 	snprintf(last, sizeof(last), "other-%d", u.calls);

@@ -628,6 +628,7 @@ struct upd {
 	int change_on;		/* the call that changes the key first; -1:
 				 * every call */
 	const char *full_key;	/* for the witness */
+	int max_calls;		/* the case's own bound (0: none) */
 	char seen[8][64];	/* the values try_update was called with */
 	bool seen_absent[8];
 };
@@ -639,6 +640,10 @@ static int upd_fn(void *arg, const struct store_kv *cur,
 	int n = u->calls++;
 	char other[32];
 
+	/* a store that ignores its retry bound fails the case here, not
+	 * at meson's timeout */
+	if (u->max_calls && u->calls > u->max_calls)
+		return STORE_EINTERNAL;
 	if (n < 8) {
 		if (cur)
 			snprintf(u->seen[n], sizeof(u->seen[n]), "%.*s",
@@ -731,7 +736,11 @@ static bool test_update_conflict_retried(void)
 	return true;
 }
 
-/* The key changes under every attempt: ECONFLICT after the bound. */
+/*
+ * The key changes under every attempt: ECONFLICT after the bound.  Past
+ * twice the bound try_update stops the update itself, so that a store
+ * that retried for ever fails here within seconds.
+ */
 static bool test_update_conflict_exhausted(void)
 {
 	struct store_config cfg = {
@@ -741,14 +750,23 @@ static bool test_update_conflict_exhausted(void)
 		.max_update_retries = 3,
 	};
 	struct store_error err = { 0 };
-	struct upd u = { .full_key = "/t/upde/k", .change_on = -1 };
+	struct upd u = {
+		.full_key = "/t/upde/k", .change_on = -1, .max_calls = 2 * 3,
+	};
 	struct store *s = util_store_open(&cfg);
 	char last[32];
+	int rc;
 
 	CHECK(s);
 	CHECK(w_put("/t/upde/k", "v0") > 0);
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_ECONFLICT);
+	util_watchdog_arm(60000, "test_update_conflict_exhausted", NULL, 0);
+	rc = store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn, &u,
+				     NULL, &err);
+	util_watchdog_disarm();
+	tap_diag("try_update ran %d times with max_update_retries 3", u.calls);
+	if (u.calls > u.max_calls)
+		tap_diag("the update went on past max_update_retries");
+	CHECK_RC(rc, STORE_ECONFLICT);
 	CHECK(u.calls == 3);
 	/* etcd keeps the other writer's last value, not ours */
 	snprintf(last, sizeof(last), "other-%d", u.calls);

@@ -7,11 +7,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "store.h"
 #include "tap.h"
@@ -588,4 +590,86 @@ char *util_sh_out_len(size_t *len_out, const char *f, ...)
 	if (len_out)
 		*len_out = len;
 	return buf;
+}
+
+/* ---- the watchdog ---- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool armed;		/* protected by lock */
+	bool running;		/* the thread; the main thread's only */
+	struct timespec until;	/* CLOCK_MONOTONIC */
+	const char *what;
+	pid_t kill[UTIL_WATCHDOG_KILL];
+	size_t n_kill;
+} wd = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *wd_main(void *arg)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&wd.lock);
+	while (wd.armed && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&wd.cond, &wd.lock, &wd.until);
+	if (wd.armed) {
+		/* the case is stuck inside a call: nothing to undo but
+		 * the processes it named */
+		printf("Bail out! %s is still running past its bound\n",
+		       wd.what);
+		fflush(stdout);
+		for (size_t i = 0; i < wd.n_kill; i++)
+			if (wd.kill[i] > 0)
+				kill(wd.kill[i], SIGTERM);
+		_exit(1);
+	}
+	pthread_mutex_unlock(&wd.lock);
+	return NULL;
+}
+
+void util_watchdog_arm(long ms, const char *what, const pid_t *pids,
+		       size_t n)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&wd.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	clock_gettime(CLOCK_MONOTONIC, &wd.until);
+	wd.until.tv_sec += ms / 1000;
+	wd.until.tv_nsec += ms % 1000 * 1000000L;
+	if (wd.until.tv_nsec >= 1000000000L) {
+		wd.until.tv_sec++;
+		wd.until.tv_nsec -= 1000000000L;
+	}
+	wd.what = what;
+	if (n > UTIL_WATCHDOG_KILL)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		wd.kill[i] = pids[i];
+	wd.n_kill = n;
+	wd.armed = true;
+	/* signals stay with the main thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&wd.thread, NULL, wd_main, NULL) != 0)
+		abort();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	wd.running = true;
+}
+
+void util_watchdog_disarm(void)
+{
+	if (!wd.running)
+		return;
+	wd.running = false;
+	pthread_mutex_lock(&wd.lock);
+	wd.armed = false;
+	pthread_cond_signal(&wd.cond);
+	pthread_mutex_unlock(&wd.lock);
+	pthread_join(wd.thread, NULL);
+	pthread_cond_destroy(&wd.cond);
 }

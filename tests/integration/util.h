@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "store.h"
 
@@ -48,6 +49,19 @@ char *util_sh_out(const char *f, ...) __attribute__((format(printf, 1, 2)));
  */
 int util_run(char *out, size_t size, const char *f, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * For a case whose subject is a bound: if the case has not called
+ * util_watchdog_disarm() @ms after this, the test says "Bail out!" with
+ * @what (a static string), sends SIGTERM to the @n processes of @pids
+ * (the case's servers; at most UTIL_WATCHDOG_KILL) and exits 1, so that
+ * a broken bound fails the test at once instead of running into meson's
+ * timeout.  One watchdog at a time; disarming none does nothing.
+ */
+#define UTIL_WATCHDOG_KILL 4
+void util_watchdog_arm(long ms, const char *what, const pid_t *pids,
+		       size_t n);
+void util_watchdog_disarm(void);
 
 #define UTIL_MAX_MEMBERS 5
 
