@@ -4,7 +4,7 @@
  * revisions and lease), a range, the revision, the number of range
  * requests served, and writes of its own; and stores of a prefix there
  *
- * What it cannot do: witness etcd's v2 key space (test_store_v2.c reads it
+ * What it cannot do: witness etcd's v2 key space (v2keys.c reads it
  * over HTTP), or keys that a shell cannot quote (etcdctl takes them as
  * arguments: the tests give it text keys).
  */

@@ -9,7 +9,7 @@
  * etcdctl (tests/integration/ctl.c), never with the store under test.
  *
  * What it cannot test: a watch across a member's loss, the etcd2
- * backend (test_store_v2.c).
+ * backend (test_store_v2_watch.c).
  */
 #include <errno.h>
 #include <inttypes.h>

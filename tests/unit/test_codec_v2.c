@@ -16,7 +16,7 @@
  * fixtures do not reach.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store_v2.c.
+ * tested by tests/integration/test_store_v2*.c.
  */
 #include <dirent.h>
 #include <stdarg.h>
