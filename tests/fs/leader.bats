@@ -155,7 +155,8 @@ one_run()
 	cluster_make_leader "$CLUSTER_DIR" 3 "$m"
 	WRITER_PIDS=()
 	for ((k = 0; k < WRITERS; k++)); do
-		writer "$f" "$PER_WRITER" 120 >"$BATS_TEST_TMPDIR/w$k" 2>/dev/null &
+		writer "$f" "$PER_WRITER" 120 >"$BATS_TEST_TMPDIR/w$k" \
+			2>"$BATS_TEST_TMPDIR/w$k.err" &
 		WRITER_PIDS+=($!)
 	done
 	counter_reaches "$key" $((total / 4))
@@ -173,7 +174,10 @@ one_run()
 	for ((k = 0; k < WRITERS; k++)); do
 		n=$(cat "$BATS_TEST_TMPDIR/w$k")
 		if ((n != PER_WRITER)); then
-			echo "writer $k made $n increments of $PER_WRITER" >&2
+			echo "writer $k made $n increments of $PER_WRITER;" \
+				"$(wc -l <"$BATS_TEST_TMPDIR/w$k.err") failed" \
+				"steps, the last ones:" >&2
+			tail -n 5 "$BATS_TEST_TMPDIR/w$k.err" >&2
 			return 1
 		fi
 		sum=$((sum + n))
