@@ -41,6 +41,7 @@ int fs_errno(int err)
 	case STORE_EUNREACHABLE:
 		return ENOTCONN;
 	case STORE_ETIMEOUT:
+	case STORE_EUNKNOWN:	/* a write that may have been applied */
 		return ETIMEDOUT;
 	case STORE_EUNAUTHENTICATED:
 	case STORE_EPERMISSION:

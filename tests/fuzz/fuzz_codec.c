@@ -139,7 +139,7 @@ static void fuzz_replies(const char *s, size_t len)
 			for (k = 0; k < m[i].n_client_urls; k++)
 				check(m[i].client_urls[k][0] != '\0');
 		}
-		etcd3_members_free(m, n);
+		store_members_free(m, n);
 	}
 
 	rc = etcd3_parse_error(len ? (long)(unsigned char)s[0] + 300 : 500,

@@ -132,15 +132,14 @@ static void fuzz_event(const struct etcd2_reply *r, const char *key,
 		       size_t key_len, const char *end, size_t end_len)
 {
 	struct store_event ev;
-	char msg[256];
+	struct store_error ce = { 0 };
 	int rc;
 
-	msg[0] = '\0';
-	rc = etcd2_codec_event(r, key, key_len, end, end_len, &ev, msg,
-			       sizeof(msg));
+	ce.msg[0] = '\0';
+	rc = etcd2_codec_event(r, key, key_len, end, end_len, &ev, &ce);
 	if (rc) {
 		check(rc == STORE_EBADREPLY);
-		check_msg(msg, sizeof(msg));
+		check_msg(ce.msg, sizeof(ce.msg));
 		return;
 	}
 	check_event(r, &ev, key, key_len, end, end_len);
@@ -152,12 +151,11 @@ static void fuzz_events(const struct etcd2_reply *r)
 	struct store_event ev;
 	size_t end_len;
 	char *end;
-	char msg[256];
+	struct store_error ce = { 0 };
 	bool change = r->action != ETCD2_GET && r->action != ETCD2_NONE;
 
 	/* the node's own key: a change of it, whatever its bytes */
-	if (etcd2_codec_event(r, n->key, n->key_len, NULL, 0, &ev, msg,
-			      sizeof(msg)) == 0) {
+	if (etcd2_codec_event(r, n->key, n->key_len, NULL, 0, &ev, &ce) == 0) {
 		check(change);
 		check_event(r, &ev, n->key, n->key_len, NULL, 0);
 		if (!r->node.dir)
@@ -186,14 +184,14 @@ static void fuzz_events(const struct etcd2_reply *r)
 static void fuzz_reply(const char *s, size_t len, long status)
 {
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	memset(msg, 'x', sizeof(msg));
-	rc = etcd2_codec_reply(status, s, len, &r, msg, sizeof(msg));
+	memset(ce.msg, 'x', sizeof(ce.msg));
+	rc = etcd2_codec_reply(status, s, len, &r, &ce);
 	if (rc) {
 		check(rc < 0 && rc > -STORE_ERR_COUNT);
-		check_msg(msg, sizeof(msg));
+		check_msg(ce.msg, sizeof(ce.msg));
 		if (status >= 200 && status < 300) {
 			/* nothing half-read */
 			check(!r.node.present && !r.node.kv.key);
@@ -226,7 +224,7 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 	struct store_list l = { 0 };
 	struct store_kv first = { 0 };
 	int64_t max_index = -1;
-	char msg[400];
+	struct store_error ce = { 0 };
 	size_t i;
 	int rc;
 
@@ -238,12 +236,12 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 	check(store_list_push_own(&l, &first) == 0);
 
 	rc = etcd2_codec_list(s, len, lo, lo_len, hi, hi_len, keys_only, &l,
-			      &max_index, msg, sizeof(msg));
+			      &max_index, &ce);
 	check(l.n >= 1 && l.kvs[0].key_len == 1 &&
 	      (unsigned char)l.kvs[0].key[0] == 0xff);
 	if (rc) {
 		check(rc == STORE_EBADREPLY || rc == STORE_EINTERNAL);
-		check_msg(msg, sizeof(msg));
+		check_msg(ce.msg, sizeof(ce.msg));
 		/* all or nothing */
 		check(l.n == 1);
 	} else {
@@ -269,14 +267,14 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 static void fuzz_members(const char *s, size_t len)
 {
 	struct store_member *m;
-	char msg[400];
+	struct store_error ce = { 0 };
 	size_t n, i, k;
 	int rc;
 
-	rc = etcd2_codec_members(s, len, &m, &n, msg, sizeof(msg));
+	rc = etcd2_codec_members(s, len, &m, &n, &ce);
 	if (rc) {
 		check(rc == STORE_EBADREPLY || rc == STORE_EINTERNAL);
-		check_msg(msg, sizeof(msg));
+		check_msg(ce.msg, sizeof(ce.msg));
 		check(!m && !n);
 		return;
 	}

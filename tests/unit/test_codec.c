@@ -12,7 +12,7 @@
  * byte offset, and must give the same messages every time.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store.c.
+ * tested by tests/integration/test_store_*.c.
  */
 #include <dirent.h>
 #include <stdarg.h>
@@ -128,7 +128,7 @@ static const char *err_name(int code)
 		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
 		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
 		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
+		"ENOTSUP", "EUNKNOWN",
 	};
 
 	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
@@ -269,7 +269,7 @@ static void dump_members(struct text *t, const char *body, size_t len)
 		}
 		text_add(t, "\n");
 	}
-	etcd3_members_free(m, n);
+	store_members_free(m, n);
 }
 
 static void dump_error_reply(struct text *t, long status, const char *body,
@@ -853,7 +853,10 @@ static bool map_messages_and_codes(void)
 	CHECK(etcd3_map_error(11, "etcdserver: mvcc: required revision has "
 			      "been compacted") == STORE_ECOMPACTED);
 	CHECK(etcd3_map_error(11, NULL) == STORE_ECOMPACTED);
+	/* after the request reached etcd: a write's outcome is unknown */
 	CHECK(etcd3_map_error(14, "etcdserver: leader changed") ==
+	      STORE_EUNKNOWN);
+	CHECK(etcd3_map_error(14, "etcdserver: too many requests") ==
 	      STORE_EUNREACHABLE);
 	CHECK(etcd3_map_error(14, "etcdserver: request timed out") ==
 	      STORE_ETIMEOUT);

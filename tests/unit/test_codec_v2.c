@@ -16,7 +16,7 @@
  * fixtures do not reach.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store_v2.c.
+ * tested by tests/integration/test_store_v2*.c.
  */
 #include <dirent.h>
 #include <stdarg.h>
@@ -171,7 +171,7 @@ static const char *err_name(int code)
 		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
 		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
 		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
+		"ENOTSUP", "EUNKNOWN",
 	};
 
 	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
@@ -265,11 +265,11 @@ static void dump_reply(struct text *t, long status, const char *body,
 		       size_t len)
 {
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	rc = etcd2_codec_reply(status, body, len, &r, msg, sizeof(msg));
-	dump_reply_of(t, rc, msg, &r);
+	rc = etcd2_codec_reply(status, body, len, &r, &ce);
+	dump_reply_of(t, rc, ce.msg, &r);
 	etcd2_reply_release(&r);
 }
 
@@ -277,7 +277,8 @@ static void dump_list(struct text *t, const char *body, size_t len,
 		      const char *args)
 {
 	struct store_list l = { 0 };
-	char lo[256], hi[256], ko[8], msg[400];
+	char lo[256], hi[256], ko[8];
+	struct store_error ce = { 0 };
 	size_t lo_len = 0, hi_len = 0, ko_len = 0, i;
 	int64_t max = -1;
 	int rc;
@@ -290,15 +291,14 @@ static void dump_list(struct text *t, const char *body, size_t len,
 	if (!fixture_arg(args, "keys_only", ko, sizeof(ko), &ko_len))
 		ko_len = 0;
 	rc = etcd2_codec_list(body, len, lo, lo_len, hi, hi_len,
-			      ko_len == 1 && ko[0] == '1', &l, &max, msg,
-			      sizeof(msg));
+			      ko_len == 1 && ko[0] == '1', &l, &max, &ce);
 	text_add(t, "result %s max_index=%lld n=%zu dir=", err_name(rc),
 		 (long long)max, l.n);
 	i = etcd2_codec_range_dir(lo, lo_len, hi, hi_len);
 	text_quote(t, lo, i);
 	text_add(t, "\n");
 	if (rc)
-		text_add(t, "message %s\n", msg);
+		text_add(t, "message %s\n", ce.msg);
 	for (i = 0; i < l.n; i++)
 		dump_owned_kv(t, "kv", &l.kvs[i]);
 	store_list_release(&l);
@@ -324,13 +324,13 @@ static void dump_event_of(struct text *t, const struct etcd2_reply *r,
 			  const char *range_end, size_t range_end_len)
 {
 	struct store_event ev;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
 	rc = etcd2_codec_event(r, key, key_len, range_end, range_end_len, &ev,
-			       msg, sizeof(msg));
+			       &ce);
 	if (rc) {
-		text_add(t, "event %s\nmessage %s\n", err_name(rc), msg);
+		text_add(t, "event %s\nmessage %s\n", err_name(rc), ce.msg);
 		return;
 	}
 	text_add(t, "event %s revision=%lld", ev_name(ev.type),
@@ -349,7 +349,8 @@ static void dump_event(struct text *t, long status, const char *body,
 		       size_t len, const char *args)
 {
 	struct etcd2_reply r;
-	char key[256], end[256], msg[400];
+	char key[256], end[256];
+	struct store_error ce = { 0 };
 	size_t key_len = 0, end_len = 0;
 	bool range;
 	int rc;
@@ -359,8 +360,8 @@ static void dump_event(struct text *t, long status, const char *body,
 		return;
 	}
 	range = fixture_arg(args, "range_end", end, sizeof(end), &end_len);
-	rc = etcd2_codec_reply(status, body, len, &r, msg, sizeof(msg));
-	dump_reply_of(t, rc, msg, &r);
+	rc = etcd2_codec_reply(status, body, len, &r, &ce);
+	dump_reply_of(t, rc, ce.msg, &r);
 	if (rc == 0)
 		dump_event_of(t, &r, key, key_len, range ? end : NULL,
 			      end_len);
@@ -372,13 +373,13 @@ static void dump_members(struct text *t, long status, const char *body,
 {
 	struct store_member *m = NULL;
 	size_t n = 0, i, j;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	rc = etcd2_codec_members(body, len, &m, &n, msg, sizeof(msg));
+	rc = etcd2_codec_members(body, len, &m, &n, &ce);
 	text_add(t, "result %s n=%zu\n", err_name(rc), n);
 	if (rc)
-		text_add(t, "message %s\n", msg);
+		text_add(t, "message %s\n", ce.msg);
 	for (i = 0; i < n; i++) {
 		text_add(t, "member id=%016llx name=",
 			 (unsigned long long)m[i].id);
@@ -424,7 +425,8 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 {
 	const char *close = NULL;
 	struct etcd2_reply r;
-	char msg[400], lo[256], hi[256];
+	char lo[256], hi[256];
+	struct store_error ce = { 0 };
 	size_t cut, i, lo_len = 0, hi_len = 0;
 	int rc;
 
@@ -454,8 +456,7 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 			int64_t max;
 
 			rc = etcd2_codec_list(part, cut, lo, lo_len, hi, hi_len,
-					      false, &l, &max, msg,
-					      sizeof(msg));
+					      false, &l, &max, &ce);
 			if (l.n)
 				rc = 1;
 			store_list_release(&l);
@@ -463,16 +464,14 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 			struct store_member *m;
 			size_t n;
 
-			rc = etcd2_codec_members(part, cut, &m, &n, msg,
-						 sizeof(msg));
+			rc = etcd2_codec_members(part, cut, &m, &n, &ce);
 			store_members_free(m, n);
 		} else {
-			rc = etcd2_codec_reply(200, part, cut, &r, msg,
-					       sizeof(msg));
+			rc = etcd2_codec_reply(200, part, cut, &r, &ce);
 			etcd2_reply_release(&r);
 		}
 		free(part);
-		if (rc != STORE_EBADREPLY || !msg[0]) {
+		if (rc != STORE_EBADREPLY || !ce.msg[0]) {
 			tap_diag("%s: cut at %zu of %zu: %s", name, cut, len,
 				 err_name(rc));
 			return false;
@@ -780,8 +779,9 @@ static bool error_table(void)
 		{ 203, 400, NULL, STORE_EINVAL },
 		{ 209, 400, NULL, STORE_EINVAL },
 		{ 300, 500, "etcdserver: request timed out", STORE_ETIMEOUT },
-		{ 300, 500, "etcdserver: no leader", STORE_EUNREACHABLE },
-		{ 301, 500, NULL, STORE_EUNREACHABLE },
+		/* raft errors: the request reached etcd, maybe raft */
+		{ 300, 500, "etcdserver: no leader", STORE_EUNKNOWN },
+		{ 301, 500, NULL, STORE_EUNKNOWN },
 		{ 400, 400, NULL, STORE_EUNREACHABLE },
 		{ 401, 400, NULL, STORE_ECOMPACTED },
 		{ 999, 400, NULL, STORE_EBADREPLY },
@@ -794,8 +794,8 @@ static bool error_table(void)
 		{ 0, 414, NULL, STORE_ETOOLARGE },
 		{ 0, 431, NULL, STORE_ETOOLARGE },
 		{ 0, 429, NULL, STORE_EUNREACHABLE },
-		{ 0, 500, NULL, STORE_EUNREACHABLE },
-		{ 0, 503, NULL, STORE_EUNREACHABLE },
+		{ 0, 500, NULL, STORE_EUNKNOWN },
+		{ 0, 503, NULL, STORE_EUNKNOWN },
 		{ 0, 504, NULL, STORE_ETIMEOUT },
 		{ 0, 301, NULL, STORE_EBADREPLY },
 		{ 0, 400, NULL, STORE_EBADREPLY },
@@ -849,7 +849,7 @@ static bool list_appends(void)
 {
 	struct store_list l = { 0 };
 	struct store_kv kv = { 0 };
-	char msg[200];
+	struct store_error ce = { 0 };
 	int64_t max;
 
 	l.kvs = calloc(1, sizeof(*l.kvs));
@@ -861,7 +861,7 @@ static bool list_appends(void)
 	CHECK(kv.key && kv.value);
 	l.kvs[l.n++] = kv;
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/"), S("/d0"),
-			       false, &l, &max, msg, sizeof(msg)) == 0);
+			       false, &l, &max, &ce) == 0);
 	CHECK(max == 9);
 	CHECK(l.n == 4);
 	CHECK(!strcmp(l.kvs[0].key, "zzz"));
@@ -872,7 +872,7 @@ static bool list_appends(void)
 
 	/* a failure leaves what was there, and only that */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body) - 3, S("/d/"),
-			       S("/d0"), false, &l, &max, msg, sizeof(msg)) ==
+			       S("/d0"), false, &l, &max, &ce) ==
 	      STORE_EBADREPLY);
 	CHECK(l.n == 4 && max == 0);
 	store_list_release(&l);
@@ -882,32 +882,29 @@ static bool list_appends(void)
 static bool list_ranges(void)
 {
 	struct store_list l = { 0 };
-	char msg[200];
+	struct store_error ce = { 0 };
 	int64_t max;
 
 	/* [/d/a-, /d/b): the key and the subdirectory's key */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/a-"),
-			       S("/d/b"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("/d/b"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 2 && !strcmp(l.kvs[0].key, "/d/a-") &&
 	      !strcmp(l.kvs[1].key, "/d/a/z"));
 	store_list_release(&l);
 	/* one key: an empty end */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/b"), "", 0,
-			       true, &l, &max, msg, sizeof(msg)) == 0);
+			       true, &l, &max, &ce) == 0);
 	CHECK(l.n == 1 && !strcmp(l.kvs[0].key, "/d/b") &&
 	      l.kvs[0].value_len == 0 && l.kvs[0].value[0] == '\0');
 	store_list_release(&l);
 	/* no end */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/a0"),
-			       S("\0"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("\0"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 1 && !strcmp(l.kvs[0].key, "/d/b"));
 	store_list_release(&l);
 	/* nothing in range */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/e/"),
-			       S("/e0"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("/e0"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 0 && max == 9);
 	store_list_release(&l);
 	return true;
@@ -917,10 +914,10 @@ static bool list_ranges(void)
 
 static bool parse(const char *body, struct etcd2_reply *r)
 {
-	char msg[200];
+	struct store_error ce = { 0 };
 
-	if (etcd2_codec_reply(200, body, strlen(body), r, msg, sizeof(msg))) {
-		tap_diag("cannot parse '%s': %s", body, msg);
+	if (etcd2_codec_reply(200, body, strlen(body), r, &ce)) {
+		tap_diag("cannot parse '%s': %s", body, ce.msg);
 		return false;
 	}
 	return true;

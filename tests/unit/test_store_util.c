@@ -6,7 +6,7 @@
  * Nothing here talks to etcd: store_new checks its configuration without
  * contacting the cluster, so even the accepted configurations point at
  * ports nobody listens on.  What needs a server is in
- * tests/integration/test_store.c.
+ * tests/integration/test_store_*.c.
  */
 #include <ctype.h>
 #include <stdbool.h>
@@ -55,7 +55,7 @@ static const int all_codes[] = {
 	STORE_EPRECONDITION, STORE_ECOMPACTED, STORE_EUNREACHABLE,
 	STORE_ETIMEOUT, STORE_EUNAUTHENTICATED, STORE_EPERMISSION,
 	STORE_ETOOLARGE, STORE_EBADREPLY, STORE_EINTERNAL, STORE_EINVAL,
-	STORE_ENOTSUP,
+	STORE_ENOTSUP, STORE_EUNKNOWN,
 };
 
 #define N_CODES (sizeof(all_codes) / sizeof(all_codes[0]))
