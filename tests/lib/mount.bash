@@ -39,6 +39,13 @@
 # Functions:
 #   fs_setup [OPTS]      etcd, then fs_mount OPTS (call from setup)
 #   fs_teardown          fs_unmount, etcd_stop, checks (call from teardown)
+#   fs_live_setup [OPTS], fs_live_teardown
+#                        the same for a test that watches the mount with
+#                        inw_start: EVENTS and INW_PID set, and a daemon
+#                        the test froze (SIGSTOP) is thawed, inotifywait
+#                        stopped, before the unmount
+#   fs_require_api API   fails (with a message) unless the suite runs on
+#                        API (v3 or v2): for files of one backend only
 #   fs_mount [OPTS]      mounts with -o endpoints=...[,OPTS]; waits for it
 #   fs_unmount           unmounts, waits for the daemon, checks its log
 #   wait_for SECS CMD... runs CMD every 50 ms until it succeeds
@@ -140,6 +147,30 @@ fs_teardown()
 		etcd_stop "$ETCD_DIR" || rc=1
 	fi
 	return $rc
+}
+
+fs_live_setup()
+{
+	INW_PID=
+	EVENTS=$BATS_TEST_TMPDIR/events
+	fs_setup "$@"
+}
+
+fs_live_teardown()
+{
+	# a test that froze the daemon must not leave it frozen
+	[[ -z ${FS_PID:-} ]] || kill -CONT "$FS_PID" 2>/dev/null || true
+	inw_stop
+	fs_teardown
+}
+
+fs_require_api()
+{
+	if [[ $FS_API != "$1" ]]; then
+		echo "${BATS_TEST_FILENAME##*/} is for etcd $1 only" \
+			"(ETCDFS_API=$1; got '$FS_API')" >&2
+		return 1
+	fi
 }
 
 # True if @1 is a mountpoint in /proc/mounts; never touches the mount
@@ -492,9 +523,10 @@ etcd_start_again()
 
 # --- inotify events and whole-tree comparisons ---
 #
-# For live.bats, v2.bats and compaction.bats: inw_start and the others
-# use $EVENTS (a file the test names) and $INW_PID; a test that calls
-# inw_start calls inw_stop in its teardown.
+# For live.bats, v2.bats, compaction.bats and load.bats: inw_start and
+# the others use $EVENTS (a file the test names; fs_live_setup names one)
+# and $INW_PID; a test that calls inw_start calls inw_stop in its teardown
+# (fs_live_teardown does).
 
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
