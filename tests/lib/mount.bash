@@ -614,4 +614,5 @@ puts_http()
 # FS_PUT_PY: Python that defines put(conn, api, key, value), one put over
 # the http.client connection conn, raising RuntimeError unless etcd
 # answers 200 or 201 (tests/lib/fs_put.py's text, for python3 -c).
+# shellcheck disable=SC2034 # used by the tests
 FS_PUT_PY=$(<"$TESTS_DIR/lib/fs_put.py")
