@@ -8,7 +8,8 @@
 #    and /dev/fuse.
 # 2. main, build/: warnings as errors; every suite (unit, integration, fs,
 #    bench), $RUN_JOBS tests at a time.
-# 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3;
+# 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3
+#    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER);
 #    unit (with each fuzz target's replay of its seeds), integration and
 #    the filesystem tests of the suite sanitize: a subset that reaches
 #    every line of fs/ and mount/ the whole fs suite reaches
@@ -222,8 +223,9 @@ for pass in $passes; do
 		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:print_summary=1}
 		build_pass asan "$base-asan" -Dwerror=true \
 			-Db_sanitize=address,undefined -Db_lundef=false &&
-			test_pass asan "$base-asan" "$asan_suites" \
-				"$asan_names" --timeout-multiplier=3
+			TEST_TIMEOUT_MULTIPLIER=3 test_pass asan \
+				"$base-asan" "$asan_suites" "$asan_names" \
+				--timeout-multiplier=3
 		unset ASAN_OPTIONS UBSAN_OPTIONS
 		;;
 	fuzz)

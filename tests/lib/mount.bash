@@ -100,8 +100,11 @@ source "$TESTS_DIR/lib/etcd.sh"
 # Sorting and error messages ("Stale file handle") as the tests expect.
 export LC_ALL=C
 
-# A hung test is killed rather than blocking the whole suite.
-: "${BATS_TEST_TIMEOUT:=300}"
+# A hung test is killed rather than blocking the whole suite.  A slower
+# build (the sanitizers' pass of tests/run.sh) multiplies the bound by the
+# integer $TEST_TIMEOUT_MULTIPLIER, as meson test --timeout-multiplier
+# does its own.
+: "${BATS_TEST_TIMEOUT:=$((300 * ${TEST_TIMEOUT_MULTIPLIER:-1}))}"
 export BATS_TEST_TIMEOUT
 
 # Lines in the daemon's output that mean a crash or a sanitizer finding.
