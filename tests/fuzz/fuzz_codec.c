@@ -20,17 +20,7 @@
 #include <string.h>
 
 #include "etcd3_codec.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
+#include "fuzz.h"
 
 static void check_kv(const struct store_kv *kv, bool key_required)
 {

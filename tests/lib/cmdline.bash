@@ -22,8 +22,9 @@ bats_require_minimum_version 1.5.0
 # shellcheck source=tests/lib/etcd.sh
 source "$TESTS_DIR/lib/etcd.sh"
 
-# A hung test is killed rather than blocking the whole suite.
-: "${BATS_TEST_TIMEOUT:=120}"
+# A hung test is killed rather than blocking the whole suite (times
+# $TEST_TIMEOUT_MULTIPLIER, as in tests/lib/mount.bash).
+: "${BATS_TEST_TIMEOUT:=$((120 * ${TEST_TIMEOUT_MULTIPLIER:-1}))}"
 export BATS_TEST_TIMEOUT
 
 # Every option etcdfs documents; --help must list each as "-o NAME".
