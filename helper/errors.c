@@ -46,8 +46,8 @@ static const char *const store_descriptions[STORE_ERR_COUNT] = {
 	[-STORE_EINTERNAL] = "internal error",
 	[-STORE_EINVAL] = "invalid argument",
 	[-STORE_ENOTSUP] = "not supported",
-	[-STORE_EUNKNOWN] = "the answer was lost: the write may have been "
-			    "applied",
+	[-STORE_EUNKNOWN] = ("the answer was lost: the write may have been "
+			     "applied"),
 };
 
 const char *store_strerror(int err)
