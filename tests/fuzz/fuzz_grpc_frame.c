@@ -12,23 +12,8 @@
  * Seeds: the captured replies of tests/data/grpc (capture.sh).  What it
  * cannot do: reach libcurl or the transport's thread.
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz.h"
 #include "grpc_frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 struct seen {
 	uint64_t hash;

@@ -13,24 +13,9 @@
  *
  * Seeds: the captured replies of tests/data/grpc (capture.sh).
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "fuzz.h"
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 static void check_kv(const struct store_kv *kv)
 {
