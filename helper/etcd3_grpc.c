@@ -17,11 +17,13 @@
  * What it cannot do: multi-key transactions other than the rename; keep a
  * lease alive.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "endpoint.h"
 #include "etcd3_grpc.h"
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
@@ -150,83 +152,49 @@ static void g_kv_move(struct store_kv *dst, struct store_kv *src)
 
 /* ---- init ---- */
 
-/* Splits cfg.endpoints as store.c did (it checked them already). */
-static char **g_endpoints(const char *list, size_t *n)
-{
-	const char *a = list, *b, *e;
-	char **eps;
-	size_t i = 0, len;
-
-	*n = 1;
-	for (b = list; *b; b++)
-		*n += *b == ',';
-	eps = calloc(*n, sizeof(*eps));
-	if (!eps)
-		return NULL;
-	for (;;) {
-		e = strchr(a, ',');
-		if (!e)
-			e = a + strlen(a);
-		b = e;
-		while (a < b && (*a == ' ' || *a == '\t'))
-			a++;
-		while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-			b--;
-		len = (size_t)(b - a);
-		while (len > 0 && a[len - 1] == '/')
-			len--;
-		eps[i] = strndup(a, len);
-		if (!eps[i])
-			break;
-		i++;
-		if (!*e)
-			return eps;
-		a = e + 1;
-	}
-	while (i > 0)
-		free(eps[--i]);
-	free(eps);
-	return NULL;
-}
-
 static int g_init(struct store *s, struct store_error *err)
 {
+	const struct store_config *c = &s->cfg;
 	struct grpc_transport_config gc = { 0 };
+	struct endpoint_list eps;
 	struct etcd3g *g;
-	char **eps;
-	size_t n, i;
+	char why[256];
+	int rc;
 
-	eps = g_endpoints(s->cfg.endpoints ? s->cfg.endpoints :
-			  "http://127.0.0.1:2379", &n);
+	/* the rules of store.c, which checked the list already */
+	rc = endpoint_list_parse(&eps, c->endpoints ? c->endpoints :
+				 ENDPOINT_DEFAULT, c->cacert || c->cert ||
+				 c->key || c->insecure_skip_tls_verify, why,
+				 sizeof(why));
+	if (rc == -ENOMEM)
+		return store_enomem(err, NULL, 0);
+	if (rc < 0)
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0, "%s", why);
 	g = calloc(1, sizeof(*g));
-	if (!eps || !g) {
-		free(g);
-		g = NULL;
-		store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "out of memory");
-		goto out;
+	if (!g) {
+		endpoint_list_release(&eps);
+		return store_enomem(err, NULL, 0);
 	}
-	gc.endpoints = (const char *const *)eps;
-	gc.n_endpoints = n;
-	gc.cacert = s->cfg.cacert;
-	gc.cert = s->cfg.cert;
-	gc.key = s->cfg.key;
-	gc.user = s->cfg.user;
-	gc.password = s->cfg.password;
-	gc.connect_timeout_ms = s->cfg.connect_timeout_ms;
-	gc.request_timeout_ms = s->cfg.request_timeout_ms;
-	gc.max_msg_size = s->cfg.max_reply_size;
+	gc.endpoints = (const char *const *)eps.urls;
+	gc.n_endpoints = eps.n;
+	gc.cacert = c->cacert;
+	gc.cert = c->cert;
+	gc.key = c->key;
+	gc.insecure_skip_tls_verify = c->insecure_skip_tls_verify;
+	gc.user = c->user;
+	gc.password = c->password;
+	gc.connect_timeout_ms = c->connect_timeout_ms;
+	gc.request_timeout_ms = c->request_timeout_ms;
+	gc.max_msg_size = c->max_reply_size;
 	gc.max_value_size = store_max_value_size(s);
 	g->t = grpc_transport_new(&gc, err);
+	endpoint_list_release(&eps);
 	if (!g->t) {
 		free(g);
-		g = NULL;
+		return err ? err->code : STORE_EINTERNAL;
 	}
-out:
-	for (i = 0; eps && i < n; i++)
-		free(eps[i]);
-	free(eps);
 	s->be = g;
-	return g ? 0 : (err ? err->code : STORE_EINTERNAL);
+	return 0;
 }
 
 static void g_release(struct store *s)

@@ -49,6 +49,7 @@ struct grpc_transport_config {
 	const char *cacert;
 	const char *cert;
 	const char *key;
+	bool insecure_skip_tls_verify;	/* accept any server certificate */
 	const char *user;		/* NULL: no auth */
 	const char *password;
 	long connect_timeout_ms;	/* 0: 2000 */

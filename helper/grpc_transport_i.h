@@ -161,6 +161,7 @@ struct grpc_transport {
 
 	/* read-only after grpc_transport_new */
 	char *user, *password, *cacert, *cert, *keyfile;
+	bool insecure_skip_tls_verify;
 	long connect_ms, request_ms;
 	size_t max_msg;
 };
