@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "endpoint.h"
 #include "etcd3_grpc.h"
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
+#include "thread.h"
 
 /* A rename whose source changed between its read and its txn. */
 #define G_MOVE_ATTEMPTS		16
@@ -47,13 +47,6 @@ static int g_rekey(struct store_error *err, int code, const char *key,
 	snprintf(msg, sizeof(msg), "%s", err->msg);
 	return store_fail(err, code, key, key_len, err->revision, "%s%s%s",
 			  what ? what : "", what ? ": " : "", msg);
-}
-
-static void g_sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 /* What a call is, for g_call. */
@@ -98,7 +91,7 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 		snprintf(ep, sizeof(ep), "%s", grpc_transport_endpoint(t));
 		grpc_transport_skip(t, ep);
 		grpc_reply_release(reply);
-		g_sleep_ms(50L << i);
+		thread_pause(50L << i);
 	}
 	free(req);
 	if (reply->code == 0)
@@ -138,16 +131,6 @@ static bool g_same_key(const struct store_kv *kv, const char *key,
 		       size_t key_len)
 {
 	return kv->key_len == key_len && !memcmp(kv->key, key, key_len);
-}
-
-static void g_kv_move(struct store_kv *dst, struct store_kv *src)
-{
-	if (dst) {
-		*dst = *src;
-		memset(src, 0, sizeof(*src));
-	} else {
-		store_kv_release(src);
-	}
 }
 
 /* ---- init ---- */
@@ -294,7 +277,7 @@ static int g_get(struct store *s, const char *key, size_t key_len,
 				"%s: the server answered another key",
 				G_RANGE);
 	else
-		g_kv_move(out, &res.kvs[0]);
+		store_kv_move(out, &res.kvs[0]);
 	etcd3pb_result_release(&res);
 	return rc;
 }
@@ -430,7 +413,7 @@ static int g_cas(struct store *s, const char *key, size_t key_len,
 	}
 	if (r->n) {
 		now = r->kvs[0].mod_revision;
-		g_kv_move(cur, &r->kvs[0]);
+		store_kv_move(cur, &r->kvs[0]);
 	}
 	if (expect == 0)
 		rc = store_fail(err, STORE_EPRECONDITION, key, key_len, now,
@@ -481,7 +464,7 @@ static int g_del(struct store *s, const char *key, size_t key_len,
 			goto out;
 		}
 		if (r->n)
-			g_kv_move(prev, &r->kvs[0]);
+			store_kv_move(prev, &r->kvs[0]);
 		if (rev)
 			*rev = txn.revision;
 		goto out;
@@ -496,7 +479,7 @@ static int g_del(struct store *s, const char *key, size_t key_len,
 			"the key is at revision %lld, created at %lld",
 			(long long)r->kvs[0].mod_revision,
 			(long long)r->kvs[0].create_revision);
-	g_kv_move(prev, &r->kvs[0]);
+	store_kv_move(prev, &r->kvs[0]);
 out:
 	etcd3pb_txn_release(&txn);
 	return rc;

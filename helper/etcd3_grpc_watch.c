@@ -14,21 +14,18 @@
  * What it cannot do: share one stream among watches; tell which endpoint
  * a watch is connected to.
  *
- * Locks: each watch has its own lock, which guards only its stop flag and
- * the condition its back-off waits on; it is never held while calling the
- * watch's callback or the transport.
+ * Locks: each watch's thread (helper/thread.c) has its own lock, which
+ * guards only its stop flag and the condition its back-off waits on; it is
+ * never held while calling the watch's callback or the transport.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "etcd3_grpc.h"
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
+#include "thread.h"
 
 #define G_WATCH_PATH		"/etcdserverpb.Watch/Watch"
 #define G_BACKOFF_MIN_MS	100
@@ -38,10 +35,7 @@
 
 struct g_watch {
 	struct store_watch *w;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* signalled when stop is set */
-	bool stop;			/* written under lock */
+	struct thread t;
 	/* the rest belongs to the watch thread */
 	int64_t last_rev;		/* seen: where a new stream resumes */
 	int64_t last_event_rev;		/* of the last event delivered */
@@ -53,7 +47,7 @@ struct g_watch {
 
 static bool g_stopping(struct g_watch *gw)
 {
-	return __atomic_load_n(&gw->stop, __ATOMIC_SEQ_CST);
+	return thread_stopping(&gw->t);
 }
 
 static void g_watch_error(struct g_watch *gw, int code, int64_t compact_rev)
@@ -209,31 +203,13 @@ static void g_stream(struct g_watch *gw, struct grpc_stream *st)
 	}
 }
 
-/* Waits @ms or until the watch is stopped. */
-static void g_watch_sleep(struct g_watch *gw, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&gw->lock);
-	while (!gw->stop &&
-	       pthread_cond_timedwait(&gw->cond, &gw->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&gw->lock);
-}
-
 static void *g_watch_main(void *arg)
 {
 	struct g_watch *gw = arg;
 	struct store_watch *w = gw->w;
-	long backoff = G_BACKOFF_MIN_MS;
+	struct thread_backoff backoff;
 
+	thread_backoff_init(&backoff, G_BACKOFF_MIN_MS, G_BACKOFF_MAX_MS);
 	while (!g_stopping(gw)) {
 		struct grpc_stream *st = NULL;
 		size_t len = 0;
@@ -263,18 +239,14 @@ static void *g_watch_main(void *arg)
 		}
 		g_watch_error(gw, rc, 0);
 		if (gw->created)
-			backoff = G_BACKOFF_MIN_MS;
-		g_watch_sleep(gw, backoff);
-		backoff = backoff * 2 > G_BACKOFF_MAX_MS ? G_BACKOFF_MAX_MS :
-			  backoff * 2;
+			thread_backoff_reset(&backoff);
+		thread_backoff_wait(&gw->t, &backoff);
 	}
 	return NULL;
 }
 
 static void g_watch_free(struct g_watch *gw)
 {
-	pthread_cond_destroy(&gw->cond);
-	pthread_mutex_destroy(&gw->lock);
 	free(gw);
 }
 
@@ -282,8 +254,6 @@ int etcd3g_watch(struct store *s, struct store_watch *w,
 		 struct store_error *err)
 {
 	struct g_watch *gw;
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	int64_t start = w->start_rev;
 	int rc;
 
@@ -302,17 +272,7 @@ int etcd3g_watch(struct store *s, struct store_watch *w,
 	gw->w = w;
 	gw->last_rev = start - 1;
 	gw->last_event_rev = start - 1;
-	pthread_mutex_init(&gw->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&gw->cond, &ca);
-	pthread_condattr_destroy(&ca);
-
-	/* the thread must not take the signals FUSE and main() handle */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&gw->thread, NULL, g_watch_main, gw);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = thread_start(&gw->t, g_watch_main, gw);
 	if (rc) {
 		g_watch_free(gw);
 		return store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
@@ -329,11 +289,7 @@ void etcd3g_watch_stop(struct store_watch *w)
 
 	if (!gw)
 		return;
-	pthread_mutex_lock(&gw->lock);
-	__atomic_store_n(&gw->stop, true, __ATOMIC_SEQ_CST);
-	pthread_cond_broadcast(&gw->cond);
-	pthread_mutex_unlock(&gw->lock);
-	pthread_join(gw->thread, NULL);
+	thread_stop(&gw->t);
 	g_watch_free(gw);
 	w->be = NULL;
 }

@@ -69,19 +69,6 @@ void etcd3pb_txn_release(struct etcd3pb_txn *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* A copy of @b, NUL-terminated past its length; NULL on ENOMEM. */
-static char *pb_dup(const ProtobufCBinaryData *b)
-{
-	char *p = malloc(b->len + 1);
-
-	if (!p)
-		return NULL;
-	if (b->len)
-		memcpy(p, b->data, b->len);
-	p[b->len] = '\0';
-	return p;
-}
-
 /*
  * Copies @kv into @out after checking it; @what names it in messages.
  * @full: a key with its revisions (a range or a put event), else only the
@@ -105,8 +92,9 @@ static int pb_kv(const Mvccpb__KeyValue *kv, struct store_kv *out, bool full,
 			       (long long)kv->create_revision,
 			       (long long)kv->mod_revision,
 			       (long long)kv->version, (long long)kv->lease);
-	out->key = pb_dup(&kv->key);
-	out->value = pb_dup(&kv->value);
+	out->key = store_memdup((const char *)kv->key.data, kv->key.len);
+	out->value = store_memdup((const char *)kv->value.data,
+				  kv->value.len);
 	if (!out->key || !out->value) {
 		store_kv_release(out);
 		return pb_fail(err, STORE_EINTERNAL, "out of memory");
@@ -399,19 +387,6 @@ int etcd3pb_decode_authenticate(const uint8_t *msg, size_t len, char **token,
 	return rc;
 }
 
-void etcd3pb_members_free(struct store_member *members, size_t n)
-{
-	size_t i, j;
-
-	for (i = 0; members && i < n; i++) {
-		free(members[i].name);
-		for (j = 0; j < members[i].n_client_urls; j++)
-			free(members[i].client_urls[j]);
-		free(members[i].client_urls);
-	}
-	free(members);
-}
-
 static int pb_member(const Etcdserverpb__Member *m, struct store_member *out,
 		     size_t i, struct store_error *err)
 {
@@ -465,7 +440,7 @@ int etcd3pb_decode_members(const uint8_t *msg, size_t len,
 		*members = out;
 		*n = m->n_members;
 	} else if (out) {
-		etcd3pb_members_free(out, m->n_members);
+		store_members_free(out, m->n_members);
 	}
 	etcdserverpb__member_list_response__free_unpacked(m, NULL);
 	return rc;

@@ -145,11 +145,10 @@ int etcd3pb_decode_lease_ttl(const uint8_t *msg, size_t len, int64_t *id,
 int etcd3pb_decode_authenticate(const uint8_t *msg, size_t len, char **token,
 				struct store_error *err);
 
-/* Members; free them with store_members_free()'s twin below. */
+/* Members; free them with store_members_free() (helper/kv.h). */
 int etcd3pb_decode_members(const uint8_t *msg, size_t len,
 			   struct store_member **members, size_t *n,
 			   struct store_error *err);
-void etcd3pb_members_free(struct store_member *members, size_t n);
 
 struct etcd3pb_status {
 	int64_t revision;

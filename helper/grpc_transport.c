@@ -43,7 +43,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,7 +658,6 @@ fail:
 }
 
 static void *gt_main(void *arg);
-static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 static CURLM *gt_multi_new(const struct gt_lane *lane)
 {
@@ -700,8 +698,7 @@ static bool gt_own(struct gt_lane *lane)
 		for (i = 0; i < lane->t->n_endpoints; i++)
 			lane->h2[i] = GT_H2_NONE;
 	}
-	if (!lane->running &&
-	    gt_thread_start(&lane->thread, gt_main, lane) == 0)
+	if (!lane->running && thread_start(&lane->thread, gt_main, lane) == 0)
 		lane->running = true;
 	return lane->running;
 }
@@ -744,19 +741,6 @@ void gt_settle(struct grpc_transport *t, struct gt_xfer *x)
 }
 
 /* ---- the transport ---- */
-
-/* Starts @fn with every signal blocked: FUSE and main() handle them. */
-static int gt_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(th, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
 
 /*
  * The lanes' settings, their h2c states in @h2 (stolen); unary and stream
@@ -871,7 +855,7 @@ static void gt_lane_release(struct gt_lane *lane)
 	pthread_mutex_unlock(&lane->t->lock);
 	if (join) {
 		gt_wake(lane);
-		pthread_join(lane->thread, NULL);
+		thread_stop(&lane->thread);
 	}
 	/*
 	 * A parent's multi handle goes too: this closes this process's

@@ -19,6 +19,7 @@
 
 #include "grpc_frame.h"
 #include "grpc_transport.h"
+#include "thread.h"
 
 #define GT_DEFAULT_CONNECT_MS	2000L
 #define GT_DEFAULT_REQUEST_MS	5000L
@@ -129,7 +130,7 @@ struct gt_lane {
 	struct grpc_transport *t;
 	CURLM *multi;			/* swapped under t->lock after a fork */
 	CURLM *stale[GT_STALE_MAX];	/* a parent's, after forks */
-	pthread_t thread;
+	struct thread thread;		/* helper/thread.c: signals blocked */
 	bool running;			/* under t->lock: thread started */
 	pid_t pid;			/* under t->lock: the process of both */
 	bool quit;			/* under t->lock */

@@ -94,7 +94,7 @@ static void decode_all(const uint8_t *m, size_t len)
 		check(n > 0);
 		for (i = 0; i < n; i++)
 			check(mem[i].id != 0 && mem[i].name);
-		etcd3pb_members_free(mem, n);
+		store_members_free(mem, n);
 	}
 	rc = etcd3pb_decode_authenticate(m, len, &tok, &err);
 	if (rc == 0) {

@@ -516,7 +516,7 @@ static bool test_decode_others(void)
 	CHECK(n == 1 && m[0].id != 0 && strcmp(m[0].name, "test") == 0);
 	CHECK(m[0].n_client_urls == 1 &&
 	      !strncmp(m[0].client_urls[0], "http://127.0.0.1:", 17));
-	etcd3pb_members_free(m, n);
+	store_members_free(m, n);
 	fixture_free(&fx);
 
 	CHECK(load("status", &fx));
@@ -698,7 +698,7 @@ static bool test_decode_every_truncation(void)
 					etcd3pb_watch_msg_release(&w);
 				if (!etcd3pb_decode_members(fx.msg[i], cut, &m,
 							    &n, &err))
-					etcd3pb_members_free(m, n);
+					store_members_free(m, n);
 				if (!etcd3pb_decode_authenticate(fx.msg[i], cut,
 								 &tok, &err))
 					free(tok);
