@@ -11,8 +11,10 @@
  * member that refused a request before proposing it ("no leader", "too
  * many requests") sends us to the next member, for writes too; a read
  * that met a transient failure ("leader changed", "request timed out") is
- * sent to the next member as well; a write that met one has an unknown
- * outcome and says so, as does one whose answer the transport lost.
+ * sent to the next member as well; a write that met one, or whose answer
+ * the transport lost after sending it, is STORE_EUNKNOWN (or a timeout),
+ * which the store settles (helper/store_settle.c); STORE_EUNREACHABLE
+ * only when nothing was sent or etcd refused it before proposing it.
  *
  * What it cannot do: multi-key transactions other than the rename; keep a
  * lease alive.
@@ -49,6 +51,15 @@ static int g_rekey(struct store_error *err, int code, const char *key,
 			  what ? what : "", what ? ": " : "", msg);
 }
 
+/*
+ * Only writes have an unknown outcome (helper/errors.h): a read whose
+ * answer was lost did nothing, and says unreachable, as store_read_rc.
+ */
+static int g_read_rc(bool write, int rc)
+{
+	return !write && rc == STORE_EUNKNOWN ? STORE_EUNREACHABLE : rc;
+}
+
 /* What a call is, for g_call. */
 #define G_READ		0u
 #define G_WRITE		(1u << 0)	/* it may change the store */
@@ -79,7 +90,8 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 		rc = grpc_call(t, path, req, len, flags, reply, &sent, err);
 		if (rc < 0) {
 			free(req);
-			return g_rekey(err, rc, key, key_len, NULL);
+			return g_rekey(err, g_read_rc(write, rc), key, key_len,
+				       NULL);
 		}
 		if (reply->code == 0)
 			break;
@@ -96,9 +108,8 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 	free(req);
 	if (reply->code == 0)
 		return 0;
-	rc = etcd3pb_map_error(reply->code, reply->message);
-	if (write && (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE) &&
-	    !etcd3pb_error_not_applied(reply->code, reply->message))
+	rc = g_read_rc(write, etcd3pb_map_error(reply->code, reply->message));
+	if (write && store_err_unknown_outcome(rc))
 		rc = store_fail(err, rc, key, key_len, 0, "%s: %s (%s), "
 				"outcome unknown", path, reply->message,
 				grpc_code_name(reply->code));

@@ -196,6 +196,9 @@ static void g_stream(struct g_watch *gw, struct grpc_stream *st)
 			gw->stream_err = status.code ?
 				etcd3pb_map_error(status.code, status.message) :
 				STORE_EUNREACHABLE;
+			/* a watch writes nothing: a lost member is unreachable */
+			if (gw->stream_err == STORE_EUNKNOWN)
+				gw->stream_err = STORE_EUNREACHABLE;
 			return;
 		}
 		gw->stream_err = rc;

@@ -625,10 +625,13 @@ int etcd3pb_map_error(int code, const char *m)
 	if (has(m, "request is too large") || has(m, "larger than max") ||
 	    has(m, "message larger than"))
 		return STORE_ETOOLARGE;
-	if (has(m, "too many requests") || has(m, "no leader") ||
-	    has(m, "leader changed") || has(m, "server stopped") ||
-	    has(m, "not capable"))
+	/* refused before it was proposed, or dropped by raft before it
+	 * was appended: nothing done (etcd3pb_error_not_applied) */
+	if (etcd3pb_error_not_applied(code, m))
 		return STORE_EUNREACHABLE;
+	/* a leader lost or a member stopping mid-request: maybe applied */
+	if (has(m, "leader changed") || has(m, "server stopped"))
+		return STORE_EUNKNOWN;
 	if (has(m, "user name is empty") || has(m, "authentication failed") ||
 	    has(m, "invalid auth token") || has(m, "invalid auth"))
 		return STORE_EUNAUTHENTICATED;
@@ -642,9 +645,14 @@ int etcd3pb_map_error(int code, const char *m)
 	    has(m, "requested lease not found"))
 		return STORE_ENOTFOUND;
 	switch (code) {
-	case GRPC_CANCELLED:	/* the server went away mid-request */
-	case GRPC_UNAVAILABLE:	/* no leader, shutting down */
-		return STORE_EUNREACHABLE;
+	/*
+	 * Cancelled (the server went away mid-request), Unavailable: the
+	 * request may have been proposed already, so a write's outcome is
+	 * unknown (the store settles it; a read says unreachable).
+	 */
+	case GRPC_CANCELLED:
+	case GRPC_UNAVAILABLE:
+		return STORE_EUNKNOWN;
 	case GRPC_DEADLINE_EXCEEDED:
 		return STORE_ETIMEOUT;
 	case GRPC_NOT_FOUND:
@@ -670,7 +678,8 @@ bool etcd3pb_error_not_applied(int code, const char *m)
 {
 	return has(m, "etcdserver: no leader") ||
 	       has(m, "etcdserver: too many requests") ||
-	       has(m, "etcdserver: not capable");
+	       has(m, "etcdserver: not capable") ||
+	       has(m, "etcdserver: raft proposal dropped");
 }
 
 bool etcd3pb_error_transient(int code, const char *m)

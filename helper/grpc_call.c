@@ -146,7 +146,8 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 				 "outcome unknown", x->url,
 				 x->t->request_ms);
 	else
-		*rc = store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+		/* sent: etcd may have run it (the settle contract, errors.h) */
+		*rc = store_fail(err, STORE_EUNKNOWN, NULL, 0, 0,
 				 "connection to '%s' lost, outcome unknown: %s",
 				 x->url, what);
 	return x->rc == CURLE_OPERATION_TIMEDOUT ? GT_FAILED : GT_LOST;
@@ -285,6 +286,11 @@ static int gt_authenticate(struct grpc_transport *t, struct store_error *err)
 			&reply, &sent, err);
 	memset(req, 0, len);
 	free(req);
+	/* a lost answer to Authenticate: the caller's call was not sent */
+	if (rc == STORE_EUNKNOWN && err)
+		err->code = STORE_EUNREACHABLE;
+	if (rc == STORE_EUNKNOWN)
+		rc = STORE_EUNREACHABLE;
 	if (rc < 0)
 		return rc;
 	if (reply.code == GRPC_FAILED_PRECONDITION &&

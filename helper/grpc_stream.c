@@ -144,7 +144,8 @@ static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 				  err ? err->msg : "not connected");
 	}
 	if (o == GT_FAILED || o == GT_LOST) {
-		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE)
+		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE ||
+		    rc == STORE_EUNKNOWN)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 					  "stream from '%s' lost: %s", x->url,
 					  err ? err->msg : "");
