@@ -21,6 +21,7 @@
 #include "etcd3_pb.h"
 #include "grpc_transport_i.h"
 #include "store_i.h"
+#include "transport.h"
 
 /* ---- outcomes ---- */
 
@@ -136,7 +137,8 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 		return GT_FAILED;
 	}
 	gt_describe(x, what, sizeof(what));
-	if (!started) {
+	if (!started || transport_cert_refused(x->rc, x->errbuf)) {
+		*sent = false;
 		store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0, "%s", what);
 		return GT_NOT_SENT;
 	}
