@@ -679,7 +679,7 @@ bool etcd3pb_error_not_applied(int code, const char *m)
 	return has(m, "etcdserver: no leader") ||
 	       has(m, "etcdserver: too many requests") ||
 	       has(m, "etcdserver: not capable") ||
-	       has(m, "etcdserver: raft proposal dropped");
+	       has(m, "raft proposal dropped");
 }
 
 bool etcd3pb_error_transient(int code, const char *m)

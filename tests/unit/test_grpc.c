@@ -345,6 +345,49 @@ static bool test_error_statuses(void)
 	return true;
 }
 
+/*
+ * The statuses of a member that lost its leader or is going away, as
+ * etcd 3.4 and 3.5 send them (seen across leader kills, not captured):
+ * refused before a proposal is "not sent" (the next member may take it),
+ * the others may have been applied.
+ */
+static bool test_leader_loss_statuses(void)
+{
+	static const struct {
+		int code;
+		const char *msg;
+		int err;
+		bool not_applied;
+	} cases[] = {
+		/* etcd 3.5: raft's ErrProposalDropped, code Unknown */
+		{ GRPC_UNKNOWN, "raft proposal dropped", STORE_EUNREACHABLE,
+		  true },
+		{ GRPC_UNAVAILABLE, "etcdserver: no leader", STORE_EUNREACHABLE,
+		  true },
+		{ GRPC_UNAVAILABLE, "etcdserver: too many requests",
+		  STORE_EUNREACHABLE, true },
+		{ GRPC_UNAVAILABLE, "etcdserver: leader changed",
+		  STORE_EUNKNOWN, false },
+		{ GRPC_UNAVAILABLE, "etcdserver: server stopped",
+		  STORE_EUNKNOWN, false },
+		{ GRPC_UNAVAILABLE, "etcdserver: request timed out",
+		  STORE_ETIMEOUT, false },
+		{ GRPC_UNAVAILABLE, "transport is closing", STORE_EUNKNOWN,
+		  false },
+		{ GRPC_CANCELLED, "context canceled", STORE_EUNKNOWN, false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tap_diag("%d '%s'", cases[i].code, cases[i].msg);
+		CHECK(etcd3pb_map_error(cases[i].code, cases[i].msg) ==
+		      cases[i].err);
+		CHECK(etcd3pb_error_not_applied(cases[i].code, cases[i].msg) ==
+		      cases[i].not_applied);
+	}
+	return true;
+}
+
 /* ---- decoding captured replies ---- */
 
 static bool kv_is(const struct store_kv *kv, const char *key,
@@ -749,6 +792,7 @@ int main(void)
 	TAP_RUN(test_status_lines);
 	TAP_RUN(test_percent_decode);
 	TAP_RUN(test_timeout_format);
+	TAP_RUN(test_leader_loss_statuses);
 	TAP_RUN(test_requests_are_frames);
 	for (v = 0; v < sizeof(versions) / sizeof(versions[0]); v++) {
 		version = versions[v];
