@@ -143,10 +143,10 @@ enum gt_outcome gt_outcome(const struct gt_xfer *x, bool *sent, int *rc,
 		return GT_NOT_SENT;
 	}
 	if (x->rc == CURLE_OPERATION_TIMEDOUT)
+		/* a write's caller says it may have been applied */
 		*rc = store_fail(err, STORE_ETIMEOUT, NULL, 0, 0,
-				 "request to '%s' timed out after %ld ms, "
-				 "outcome unknown", x->url,
-				 x->t->request_ms);
+				 "request to '%s' timed out after %ld ms",
+				 x->url, x->t->request_ms);
 	else
 		/* sent: etcd may have run it (the settle contract, errors.h) */
 		*rc = store_fail(err, STORE_EUNKNOWN, NULL, 0, 0,
