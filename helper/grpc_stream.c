@@ -113,6 +113,25 @@ int grpc_stream_send(struct grpc_stream *s, const uint8_t *frame, size_t len,
 	return 0;
 }
 
+/*
+ * A stream that broke took its connection with it, most likely (the
+ * server went away): the next stream to its endpoint makes a connection
+ * of its own, as the pioneer.  Without this it would go out as an h2c
+ * upgrade, which etcd answers with a 404 over HTTP/1, and only the stream
+ * after that would reach it.  A pioneer at work is left alone.
+ */
+static void gt_stream_forget(struct grpc_stream *s)
+{
+	struct grpc_transport *t = s->t;
+	struct gt_xfer *x = s->x;
+
+	pthread_mutex_lock(&t->lock);
+	if (x->ep_gen == t->gen && x->ep_idx < t->n_endpoints &&
+	    x->lane->h2[x->ep_idx] == GT_H2_READY)
+		x->lane->h2[x->ep_idx] = GT_H2_NONE;
+	pthread_mutex_unlock(&t->lock);
+}
+
 /* The end of a stream: its status, or why it broke. */
 static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 			 struct store_error *err)
@@ -144,6 +163,8 @@ static int gt_stream_end(struct grpc_stream *s, struct grpc_reply *status,
 				  err ? err->msg : "not connected");
 	}
 	if (o == GT_FAILED || o == GT_LOST) {
+		if (x->rc != CURLE_OK)
+			gt_stream_forget(s);
 		if (rc == STORE_ETIMEOUT || rc == STORE_EUNREACHABLE ||
 		    rc == STORE_EUNKNOWN)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,

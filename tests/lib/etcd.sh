@@ -13,6 +13,7 @@
 #   as a command (C tests):      tests/lib/etcd.sh start DIR [etcd args...]
 #                                tests/lib/etcd.sh start-tls DIR CERTS [args...]
 #                                tests/lib/etcd.sh stop DIR
+#                                tests/lib/etcd.sh restart DIR
 #                                tests/lib/etcd.sh certs DIR
 #                                tests/lib/etcd.sh ctl DIR [etcdctl args...]
 #                                tests/lib/etcd.sh free-port
@@ -42,6 +43,12 @@
 #       Stops the etcd recorded in DIR/pid: SIGTERM, then SIGKILL after
 #       $ETCD_STOP_TIMEOUT seconds (default 10); waits until it is gone.
 #       Succeeds if it was not running.  Keeps DIR (and its log).
+#
+#   etcd_restart DIR
+#       Stops the etcd recorded in DIR/pid (as etcd_stop) and starts it
+#       again with the same command line: same ports, same data, so its
+#       clients see the server go away and come back.  Waits for /health
+#       as etcd_start does.
 #
 #   etcd_certs DIR
 #       Writes, with openssl, into DIR: ca.pem/ca-key.pem (a test CA),
@@ -365,6 +372,37 @@ etcd_stop()
 	return 0
 }
 
+etcd_restart()
+{
+	if (($# != 1)); then
+		echo "usage: etcd_restart DIR" >&2
+		return 2
+	fi
+	local dir=$1 pid ep rc=0
+	local -a cmd
+
+	dir=$(cd "$dir" && pwd) || return 1
+	pid=$(cat "$dir/pid" 2>/dev/null) && ep=$(cat "$dir/endpoint") &&
+		_etcd_alive "$pid" && _etcd_is_ours "$pid" "$dir/data" || {
+		echo "etcd.sh: no etcd of ours runs for '$dir'" >&2
+		return 1
+	}
+	mapfile -d '' -t cmd <"/proc/$pid/cmdline" || return 1
+	etcd_stop "$dir" || return 1
+	env -u ETCD_BIN -u ETCDCTL_BIN "${cmd[@]}" </dev/null \
+		>>"$dir/etcd.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+	pid=$!
+	echo "$pid" >"$dir/pid"
+	_etcd_wait_healthy "$dir" "$pid" "$ep" "${ETCD_START_TIMEOUT:-30}" ||
+		rc=$?
+	if ((rc != 0)); then
+		echo "etcd.sh: etcd in '$dir' did not come back" >&2
+		tail -n 20 "$dir/etcd.log" >&2
+		etcd_stop "$dir"
+		return 1
+	fi
+}
+
 etcd_certs()
 {
 	if (($# != 1)); then
@@ -425,13 +463,14 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	start)		etcd_start "$@" ;;
 	start-tls)	etcd_start_tls "$@" ;;
 	stop)		etcd_stop "$@" ;;
+	restart)	etcd_restart "$@" ;;
 	certs)		etcd_certs "$@" ;;
 	ctl)		etcd_ctl "$@" ;;
 	endpoint)	etcd_endpoint "$@" ;;
 	free-port)	etcd_free_port ;;
 	*)
 		echo "usage: $0 start DIR [args] | start-tls DIR CERTS [args] |" \
-			"stop DIR | certs DIR | ctl DIR [args] | endpoint DIR |" \
+			"stop DIR | restart DIR | certs DIR | ctl DIR [args] | endpoint DIR |" \
 			"free-port" >&2
 		exit 2
 		;;
