@@ -335,6 +335,14 @@ void gt_h2_set(struct grpc_transport *t, const struct gt_xfer *x, enum gt_h2 st)
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* True for an "HTTP/x.y 1xx" status line (100 Continue, 101). */
+static bool gt_informational(const char *line, size_t len)
+{
+	const char *sp = memchr(line, ' ', len);
+
+	return sp && (size_t)(sp - line) + 1 < len && sp[1] == '1';
+}
+
 static size_t gt_header(char *data, size_t size, size_t n, void *arg)
 {
 	struct gt_xfer *x = arg;
@@ -345,6 +353,15 @@ static size_t gt_header(char *data, size_t size, size_t n, void *arg)
 		if (x->pioneer)
 			gt_h2_set(x->t, x, x->http_major == 2 ? GT_H2_READY :
 				  GT_H2_NONE);
+		/*
+		 * A stream answered over HTTP/1 (etcd's 404 to an h2c
+		 * upgrade) ends here: once its upload began and paused,
+		 * libcurl 7.88 would wait on it for good.  gt_outcome()
+		 * calls it HTTP/1, and the next stream goes as the pioneer.
+		 */
+		if (x->stream && x->http_major == 1 && !gt_informational(data,
+									  len))
+			return 0;
 		return len;
 	}
 	grpc_status_header(&x->st, data, len);

@@ -300,6 +300,19 @@ static bool restart_put(const struct util_etcd *e, const char *key,
 	return util_sh("%s put '%s' '%s' >/dev/null", e->ctl, key, value) == 0;
 }
 
+/* The pid of @e's etcd; 0 if there is none. */
+static pid_t restart_pid(const struct util_etcd *e)
+{
+	char path[PATH_MAX + 8], pid[32], *end;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/pid", e->dir);
+	if (!util_read_line(path, pid, sizeof(pid)))
+		return 0;
+	n = strtol(pid, &end, 10);
+	return *end == 0 && n > 0 ? (pid_t)n : 0;
+}
+
 /*
  * etcd stops and starts again on the same port while a watch is open:
  * the watch's next stream must reach it and see another client's put.
@@ -315,7 +328,6 @@ static bool restart_case(struct util_etcd *e)
 	struct store_watch *w = NULL;
 	struct restart_log r = { 0 };
 	struct store *s = util_store_open(&cfg);
-	char path[PATH_MAX + 8], pid[32], *end;
 	pid_t etcd_pid;
 	bool ok = false;
 	size_t errors;
@@ -339,11 +351,8 @@ static bool restart_case(struct util_etcd *e)
 	 * libcurl's one second wait for "100 Continue", once had the stream
 	 * hang for good (its upload was paused when an HTTP/1 answer came).
 	 */
-	snprintf(path, sizeof(path), "%s/pid", e->dir);
-	CHECK(util_read_line(path, pid, sizeof(pid)));
-	etcd_pid = (pid_t)strtol(pid, &end, 10);
-	CHECK(*end == 0 && etcd_pid > 0);
-	CHECK(kill(etcd_pid, SIGSTOP) == 0);
+	etcd_pid = restart_pid(e);
+	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
 	pthread_mutex_lock(&r.log.lock);
 	r.back = true;
 	pthread_cond_broadcast(&r.log.cond);
@@ -376,6 +385,71 @@ out:
 	return ok;
 }
 
+/*
+ * A watch that ended left its connection behind; etcd restarts, so that
+ * connection is dead, and is slow to answer the next watch's request:
+ * that watch must still reach it.
+ */
+static bool restart_case_new_watch(struct util_etcd *e)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = e->endpoint,
+		.prefix = "/t/w7/",
+	};
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct restart_log r = { .back = true };
+	struct store *s = util_store_open(&cfg);
+	int64_t rev = 0;
+	pid_t etcd_pid;
+	bool ok = false;
+
+	CHECK(s);
+	util_evlog_init(&r.log);
+	CHECK_RC(store_watch(s, "", 0, true, 0, restart_on_event, &r, &w,
+			     &err), STORE_OK);
+	CHECK(restart_put(e, "/t/w7/before", "1"));
+	if (util_evlog_wait(&r.log, 1, 10000) < 1) {
+		tap_diag("no event from the first watch");
+		goto out;
+	}
+	store_watch_stop(w);
+	w = NULL;
+	CHECK_RC(store_revision(s, &rev, &err), STORE_OK);
+	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
+		    e->dir) != 0) {
+		e->running = false;
+		goto out;
+	}
+	/* past libcurl's one second wait for "100 Continue" */
+	etcd_pid = restart_pid(e);
+	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
+	if (store_watch(s, "", 0, true, rev + 1, restart_on_event, &r, &w,
+			&err) != STORE_OK) {
+		kill(etcd_pid, SIGCONT);
+		tap_diag("no second watch: %s", err.msg);
+		goto out;
+	}
+	util_sleep_ms(1500);
+	kill(etcd_pid, SIGCONT);
+	CHECK(restart_put(e, "/t/w7/after", "2"));
+	if (util_evlog_wait(&r.log, 2, 8000) < 2) {
+		tap_diag("new watch: no event within 8 s of the put after "
+			 "the restart");
+		goto out;
+	}
+	pthread_mutex_lock(&r.log.lock);
+	ok = r.log.n == 2 && !r.log.out_of_order &&
+	     util_ev_is(&r.log.evs[1], STORE_EV_PUT, S("after"), S("2"));
+	pthread_mutex_unlock(&r.log.lock);
+out:
+	store_watch_stop(w);
+	util_evlog_release(&r.log);
+	store_free(s);
+	return ok;
+}
+
 static bool test_watch_after_restart(void)
 {
 	struct util_etcd e;
@@ -386,6 +460,7 @@ static bool test_watch_after_restart(void)
 		return false;
 	}
 	ok = restart_case(&e);
+	ok = restart_case_new_watch(&e) && ok;
 	util_etcd_stop(&e);
 	return ok;
 }
