@@ -103,6 +103,7 @@ count_log()
 	while IFS= read -r line; do
 		case $line in
 		FAIL\ *) summary+=("$line") ;;
+		DIAG\ *) summary+=("    ${line#DIAG }") ;;
 		TIME\ *) echo "  ${line#TIME }" ;;
 		esac
 	done < <(tail -n +2 <<<"$out")
