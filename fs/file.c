@@ -1037,6 +1037,7 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
+	bool writer = h->writer;
 	int ret;
 
 	pthread_mutex_lock(&h->lock);
@@ -1046,10 +1047,11 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	 * A writer's private maps may have filled the readers' pages: they
 	 * are gone before its close returns (no lock is held here).
 	 */
-	if (h->writer)
+	if (writer)
 		committed(fs, ino);
+	/* after the reply the kernel may release the handle: h is gone */
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0 && !h->writer)
+	if (ret > 0 && !writer)
 		committed(fs, ino);
 }
 
