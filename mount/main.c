@@ -852,6 +852,10 @@ int main(int argc, char *argv[])
 	int ret = 1;
 	int rc;
 
+	/* this binary run again by the daemon, as its echo (fs/echo.c) */
+	if (argc > 1 && strcmp(argv[1], FS_ECHO_ARG) == 0)
+		return fs_echo_main(argc, argv);
+
 	memset(&opts, 0, sizeof(opts));
 	memset(&o, 0, sizeof(o));
 	memset(&setup, 0, sizeof(setup));
