@@ -33,7 +33,12 @@
  * new process.  The watch never waits on any of this: it queues changes,
  * and applies them directly once ECHO_QUEUE_MAX wait (fs.c).
  *
- * The process replays relative to the mount's root.
+ * The process replays relative to the mount's root, and only while the
+ * mountpoint is the mount the daemon made (its device and mount id, from
+ * /proc/self/mountinfo in the filesystem's init, when the mount is new):
+ * after `fusermount3 -u -z`, the mount
+ * still serves the files open in it, but nothing lands in the directory
+ * underneath; the changes are applied without an echo.
  *
  * The mount's own writes are in the mirror before their watch event comes
  * back, at the same revision, so they are never echoed twice.
@@ -450,6 +455,94 @@ static int child_call(struct fs *fs, const struct echo_msg *m,
 	return err;
 }
 
+/* Undoes mountinfo's octal escapes ("\040" for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * Reads one line of /proc/self/mountinfo ("ID PARENT MAJ:MIN ROOT
+ * MOUNTPOINT OPTS [TAGS...] - FSTYPE ..."): true if it is a FUSE mount
+ * at @mountpoint, with its id and device.
+ */
+static bool mountinfo_line(char *line, const char *mountpoint,
+			   uint64_t *id, uint64_t *dev)
+{
+	char *f[5], *save = NULL, *end, *sep = strstr(line, " - ");
+	unsigned long maj, min;
+	int i;
+
+	if (!sep)
+		return false;
+	*sep = '\0';
+	for (i = 0; i < 5; i++) {
+		f[i] = strtok_r(i ? NULL : line, " ", &save);
+		if (!f[i])
+			return false;
+	}
+	unescape(f[4]);
+	if (strcmp(f[4], mountpoint) || strncmp(sep + 3, "fuse", 4))
+		return false;
+	errno = 0;
+	*id = strtoull(f[0], &end, 10);
+	if (errno || *end)
+		return false;
+	maj = strtoul(f[2], &end, 10);
+	if (errno || *end != ':')
+		return false;
+	min = strtoul(end + 1, &end, 10);
+	if (errno || *end)
+		return false;
+	*dev = makedev(maj, min);
+	return true;
+}
+
+/*
+ * The mount's identity, while it is new (in the filesystem's init):
+ * the last FUSE mount at the mountpoint in /proc/self/mountinfo, the one
+ * on top.  Read from /proc, not from the mount, which the daemon must
+ * never touch.
+ */
+static int find_mount(struct fs *fs)
+{
+	struct echo_child *c = &fs->echo_child;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	uint64_t id, dev;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		if (mountinfo_line(line, fs->cfg.mountpoint, &id, &dev)) {
+			c->mnt_id = id;
+			c->dev = dev;
+			c->root_known = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!c->root_known)
+		return -ENOENT;
+	fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%s' is device %u:%u, mount "
+		 "%llu\n", fs->cfg.mountpoint, major(c->dev), minor(c->dev),
+		 (unsigned long long)c->mnt_id);
+	return 0;
+}
+
 /* True if there is an echo process; starts one if there is none. */
 static bool child_ready(struct fs *fs)
 {
@@ -475,12 +568,15 @@ static bool child_ready(struct fs *fs)
 static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
 		   const char *path, const size_t *dirs, size_t ndirs)
 {
+	struct echo_child *c = &fs->echo_child;
 	struct echo_msg m = {
 		.op = a == ECHO_CREATE ? ECHO_OP_CREATE :
 		      a == ECHO_MODIFY ? ECHO_OP_MODIFY : ECHO_OP_DELETE,
 		.path_len = (uint32_t)strlen(path),
 		.ndirs = (uint32_t)ndirs,
 		.value_len = e->del ? 0 : e->kv.value_len,
+		.dev = c->dev,
+		.mnt_id = c->mnt_id,
 	};
 	struct echo_answer ans;
 	size_t i;
@@ -490,7 +586,22 @@ static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
 		m.dirs[i] = (uint32_t)dirs[i];
 	err = child_call(fs, &m, path, e->del ? NULL : e->kv.value, &ans,
 			 ECHO_TIMEOUT_MS);
-	if (!err && ans.err)
+	if (err)
+		return;
+	if (ans.flags & ECHO_F_GONE) {
+		if (!c->gone)
+			fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is not "
+				 "this mount any more (%s): remote changes are "
+				 "not replayed there\n", fs->cfg.mountpoint,
+				 strerror(-ans.err));
+		c->gone = true;
+		return;
+	}
+	if (c->gone)
+		fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is this mount "
+			 "again\n", fs->cfg.mountpoint);
+	c->gone = false;
+	if (ans.err)
 		fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%s': %s\n", path,
 			 strerror(-ans.err));
 }
@@ -584,6 +695,13 @@ int echo_start(struct fs *fs)
 
 	memset(&fs->echo_child, 0, sizeof(fs->echo_child));
 	fs->echo_child.sock = -1;
+	ret = find_mount(fs);
+	if (ret) {
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: echo: cannot find the mount "
+			 "'%s' in /proc/self/mountinfo: %s\n",
+			 fs->cfg.mountpoint, strerror(-ret));
+		return ret;
+	}
 	fs->echo_child.wake = eventfd(0, EFD_CLOEXEC);
 	if (fs->echo_child.wake < 0)
 		return -errno;

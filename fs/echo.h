@@ -26,6 +26,9 @@ enum echo_op {
 	ECHO_OP_DELETE,		/* unlink, then rmdir the emptied parents */
 };
 
+/* echo_answer.flags: the mountpoint is not the mount; nothing was done */
+#define ECHO_F_GONE 1u
+
 struct echo_msg {
 	uint32_t op;		/* enum echo_op */
 	uint32_t path_len;
@@ -33,10 +36,17 @@ struct echo_msg {
 	uint32_t dirs[ECHO_MAX_DIRS];	/* where each ends in the path,
 					 * shallowest first */
 	uint64_t value_len;
+	/*
+	 * The mount the daemon made, as /proc/self/mountinfo said when it
+	 * was new (st_dev and mount id): nothing is replayed anywhere else.
+	 */
+	uint64_t dev;
+	uint64_t mnt_id;
 };
 
 struct echo_answer {
 	int32_t err;		/* 0, or the first syscall's -errno */
+	uint32_t flags;
 };
 
 #endif /* ETCDFS_ECHO_H */

@@ -19,11 +19,15 @@
  * gone before it could ask for the signal.
  *
  * Each change is replayed relative to a descriptor of the mount's root,
- * opened again for each change.  The root is not held between changes: a
- * descriptor on the mount would make `fusermount3 -u` fail with EBUSY and
- * keep a lazily unmounted mount, and its daemon, alive forever.  Paths
- * are resolved beneath that root without crossing into another mount or
- * following a symlink (openat2's RESOLVE_BENEATH | RESOLVE_NO_XDEV |
+ * opened again for each change and used only if it is the mount the
+ * daemon made (the device and mount id the daemon sends): after a
+ * lazy unmount, or with another filesystem mounted over the mountpoint,
+ * nothing is replayed, and nothing ever lands in the directory
+ * underneath.  The root is not held between changes: a descriptor on the
+ * mount would make `fusermount3 -u` fail with EBUSY and keep a lazily
+ * unmounted mount, and its daemon, alive forever.  Paths are resolved
+ * beneath that root without crossing into another mount or following a
+ * symlink (openat2's RESOLVE_BENEATH | RESOLVE_NO_XDEV |
  * RESOLVE_NO_SYMLINKS, or O_NOFOLLOW on kernels before 5.6).
  *
  * What it cannot do: tell a change from the daemon it serves from anyone
@@ -42,6 +46,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,12 +164,26 @@ static int unlink_beneath(int root, char *path, int flags)
 	return err;
 }
 
-/* The mount's root, or -errno. */
-static int open_root(const char *mnt)
+/*
+ * The mount's root, if @mnt still is the mount the daemon made; else
+ * -ENODEV (or the error that kept it from being opened).
+ */
+static int open_root(const char *mnt, const struct echo_msg *m)
 {
 	int fd = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct statx stx;
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	/* from the superblock and the mount: no request to the daemon */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		  &stx) ||
+	    makedev(stx.stx_dev_major, stx.stx_dev_minor) != m->dev ||
+	    ((stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id != m->mnt_id)) {
+		close(fd);
+		return -ENODEV;
+	}
+	return fd;
 }
 
 static int write_value(int fd, const struct echo_msg *m, const char *value)
@@ -267,12 +286,13 @@ static int serve(const char *mnt)
 			return 0;	/* the daemon closed its end */
 		if (r < 0 || read_body(&m, path, &value))
 			return 1;
-		root = open_root(mnt);
+		root = open_root(mnt, &m);
 		if (root >= 0) {
 			a.err = replay(root, &m, path, value);
 			close(root);
 		} else {
 			a.err = root;
+			a.flags |= ECHO_F_GONE;
 		}
 		free(value);
 		if (write_full(ECHO_FD, &a, sizeof(a)))

@@ -144,6 +144,10 @@ struct echo_child {
 	int wake;		/* eventfd: echo_stop() wakes the thread */
 	int64_t retry_at;	/* no new process before (CLOCK_MONOTONIC ms) */
 	unsigned failures;	/* processes that could not be started */
+	bool root_known;	/* the mount's identity, from mountinfo: */
+	uint64_t dev;
+	uint64_t mnt_id;
+	bool gone;		/* the mountpoint was not the mount, last time */
 };
 
 struct fs {

@@ -1,12 +1,13 @@
 #!/usr/bin/env bats
 #
 # tests/fs/daemon.bats - the daemon and its mount: a daemon killed while
-# it replays other clients' changes never leaves its mount hanging.
+# it replays other clients' changes never leaves its mount hanging, and
+# after a lazy unmount nothing is replayed onto the directory underneath.
 #
 # Other clients write all the time (two writers over HTTP: many small
 # keys that come, change and go in a few directories, and fewer large
 # values), so that the echo (fs/echo.c) is replaying changes when the
-# daemon is killed.  Every access to a mount
+# daemon is killed or the mount is detached.  Every access to a mount
 # whose daemon may be dead runs under `timeout -s KILL`, so a hang fails
 # the test instead of hanging it.  It cannot prove that no kill ever
 # hangs the mount, only that none of these did.
@@ -20,12 +21,17 @@ setup()
 	KILLED=
 	KILL_NO=
 	INW_PID=
+	HELD=()
 }
 
 teardown()
 {
 	local p
 
+	# the descriptors that keep a lazily unmounted mount alive
+	for p in "${HELD[@]}"; do
+		exec {p}<&-
+	done
 	inw_stop
 	for p in "${WRITERS[@]}"; do
 		kill "$p" 2>/dev/null || true
@@ -292,6 +298,28 @@ libc.umount2(sys.argv[1].encode(), 1)	# MNT_FORCE: aborts the connection
 	KILLED=
 }
 
+# _tree DIR: every file and directory under DIR, with its type, size and
+# content's checksum (a directory that is no mount: never an etcdfs one).
+_tree()
+{
+	(cd "$1" && find . -printf '%p %y %s\n' | sort &&
+		find . -type f -exec sha256sum {} + | sort -k 2)
+}
+
+# _same_tree LISTING DIR: DIR is as _tree saw it in LISTING; else says
+# how it differs (the first lines).
+_same_tree()
+{
+	local now
+
+	now=$(_tree "$2")
+	if [[ $now != "$(cat "$1")" ]]; then
+		echo "'$2' changed:" >&2
+		diff "$1" <(echo "$now") | head -n 20 >&2
+		return 1
+	fi
+}
+
 # _answers_enotconn CMD...: CMD fails with "Transport endpoint is not
 # connected" within 2 s.  A request the kernel had queued when the daemon
 # died fails with ECONNABORTED ("Software caused connection abort"): try
@@ -441,4 +469,48 @@ _answers_enotconn()
 		KILLED=
 		timeout -s KILL 10 fusermount3 -u "$MNT"
 	done
+}
+
+@test "after a lazy unmount with a file open, other clients' changes never reach the directory underneath" {
+	local listing=$BATS_TEST_TMPDIR/listing fd root
+
+	fs_unmount
+	# the directory to mount over holds files of its own
+	echo precious >"$MNT/precious"
+	mkdir "$MNT/dir"
+	echo local >"$MNT/dir/local"
+	_tree "$MNT" >"$listing"
+	kv_put /precious "from etcd"
+	kv_put /dir/x x
+	kv_put /keep open
+	fs_mount
+	fs_wait_value "$MNT/precious" "from etcd"
+	writers_start
+	exec {fd}<"$MNT/keep" {root}<"$MNT"
+	HELD=("$fd" "$root")
+	timeout -s KILL 10 fusermount3 -u -z "$MNT"
+	if fs_is_mounted "$MNT"; then
+		echo "'$MNT' is still mounted" >&2
+		return 1
+	fi
+	# the mount lives on, detached, for the files open in it
+	kv_put /precious "changed elsewhere"
+	kv_put /newfile new
+	kv_put /dir/local remote
+	kv_put /dir2/deep/file new
+	[ "$(kv_del /dir/x)" = 1 ]
+	fs_wait_value "/proc/$BASHPID/fd/$root/newfile" new
+	fs_wait_value "/proc/$BASHPID/fd/$root/dir2/deep/file" new
+	fs_wait_value "/proc/$BASHPID/fd/$root/precious" "changed elsewhere"
+	sleep 1
+	_same_tree "$listing" "$MNT"
+	[ "$(cat "$MNT/precious")" = precious ]
+	grep -q "is not this mount any more" "$FS_LOG" || { cat "$FS_LOG" >&2; false; }
+	# once nothing holds it, the detached mount goes, and its daemon
+	exec {fd}<&- {root}<&-
+	HELD=()
+	wait_for 10 _tasks_gone "$FS_PID"
+	wait "$FS_PID"
+	FS_PID=
+	_same_tree "$listing" "$MNT"
 }
