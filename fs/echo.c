@@ -392,7 +392,8 @@ static int child_spawn(struct fs *fs)
 static void child_end(struct fs *fs, bool kill_it, bool patient)
 {
 	pid_t pid = fs->echo_pid;	/* only this thread writes it */
-	int status, i;
+	bool exited = false;
+	int i;
 
 	if (pid <= 0)
 		return;
@@ -401,18 +402,26 @@ static void child_end(struct fs *fs, bool kill_it, bool patient)
 	close(fs->echo_child.sock);	/* EOF: it exits */
 	fs->echo_child.sock = -1;
 	for (i = 0; patient || i < 200; i++) {
-		pid_t r = waitpid(pid, &status, patient ? 0 : WNOHANG);
+		siginfo_t si = { 0 };
+		int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT |
+			       (patient ? 0 : WNOHANG));
 
-		if (r == pid || (r < 0 && errno != EINTR))
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || si.si_pid == pid) {
+			exited = r == 0;
 			break;
-		if (r == 0 && i == 100)
+		}
+		if (i == 100)
 			kill(pid, SIGKILL);
-		if (r == 0)
-			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	}
+	/* not the echo's any more before its pid can be another's */
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_pid = 0;
 	pthread_mutex_unlock(&fs->lock);
+	if (exited)
+		waitpid(pid, NULL, 0);
 }
 
 /*
