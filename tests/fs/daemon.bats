@@ -20,6 +20,7 @@ setup()
 	WRITERS=()
 	KILLED=
 	KILL_NO=
+	KILLER_PROC=
 	INW_PID=
 	HELD=()
 }
@@ -33,6 +34,10 @@ teardown()
 		exec {p}<&-
 	done
 	inw_stop
+	if [[ -n $KILLER_PROC ]]; then
+		kill "$KILLER_PROC" 2>/dev/null || true
+		wait "$KILLER_PROC" 2>/dev/null || true
+	fi
 	for p in "${WRITERS[@]}"; do
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
@@ -142,16 +147,17 @@ writers_ops()
 	echo "$n"
 }
 
-# python3 -c "$KILLER_PY" PID MNT: SIGKILLs PID at a moment when it or a
-# process it started has a file under MNT open (the echo replaying a
-# change), or after half a second if that never happens; says "open" or
-# "late".  It reads /proc only, never the mount.
+# python3 -c "$KILLER_PY": for each line "PID MNT" it reads, SIGKILLs PID
+# at a moment when it or a process it started has a file under MNT open
+# (the echo replaying a change), or after 2 s if that never happens (a
+# fresh mount takes a moment to start replaying), and answers "open" or
+# "late".  It reads /proc only, never the mount.  One process for all
+# the kills: starting Python for each would take longer than the rest.
 KILLER_PY='
 import os, signal, sys, time
-pid, mnt = int(sys.argv[1]), sys.argv[2] + "/"
 
 
-def pids():
+def pids(pid):
     out = [pid]
     for t in os.listdir("/proc/%d/task" % pid):
         try:
@@ -162,7 +168,7 @@ def pids():
     return out
 
 
-def has_open(p):
+def has_open(p, mnt):
     try:
         fds = os.listdir("/proc/%d/fd" % p)
     except OSError:
@@ -176,18 +182,42 @@ def has_open(p):
     return False
 
 
-end = time.monotonic() + 0.5
-what = "late"
-watched = pids()
-while time.monotonic() < end:
-    if any(has_open(p) for p in watched):
-        what = "open"
-        break
-    if len(watched) == 1:
-        watched = pids()
-os.kill(pid, signal.SIGKILL)
-print(what)
+for line in sys.stdin:
+    pid, mnt = line.rstrip("\n").split(" ", 1)
+    pid, mnt = int(pid), mnt + "/"
+    end = time.monotonic() + 2
+    what = "late"
+    watched = pids(pid)
+    while time.monotonic() < end:
+        if any(has_open(p, mnt) for p in watched):
+            what = "open"
+            break
+        if len(watched) == 1:
+            watched = pids(pid)
+    os.kill(pid, signal.SIGKILL)
+    print(what, flush=True)
 '
+
+# killer_start, then kill_busy PID: kills PID as KILLER_PY does, and adds
+# what it said to $BATS_TEST_TMPDIR/kills.
+killer_start()
+{
+	coproc KILLER { exec python3 -c "$KILLER_PY" 3>&-; }
+	KILLER_PROC=$KILLER_PID
+}
+
+kill_busy()
+{
+	local what
+
+	echo "$1 $MNT" >&"${KILLER[1]}"
+	if ! read -r -t 30 what <&"${KILLER[0]}"; then
+		echo "no answer from the killer about $1" >&2
+		kill -KILL "$1"
+		return 1
+	fi
+	echo "$what" >>"$BATS_TEST_TMPDIR/kills"
+}
 
 # _tasks_gone PID: every thread of PID has exited (a zombie waiting to be
 # reaped counts as gone; a zombie leader with a live thread does not).
@@ -346,6 +376,7 @@ _answers_enotconn()
 	local i pid kids k before rc
 
 	writers_start
+	killer_start
 	wait_for 20 test -s "$BATS_TEST_TMPDIR/count.large"
 	before=$(writers_ops)
 	for ((i = 0; i < 50; i++)); do
@@ -357,7 +388,7 @@ _answers_enotconn()
 		kids=$(_children "$pid")
 		KILLED=$pid
 		# while the echo replays a change, if it can be caught at it
-		python3 -c "$KILLER_PY" "$pid" "$MNT" >>"$BATS_TEST_TMPDIR/kills"
+		kill_busy "$pid"
 		if ! _answers_enotconn ls -- "$MNT" ||
 		   ! _answers_enotconn stat -- "$MNT/never-looked-up-$i"; then
 			_dump_tasks "$pid"
