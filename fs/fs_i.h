@@ -182,7 +182,8 @@ struct fs {
 	 * The echo (echo.c): a thread that hands other clients' changes, one
 	 * at a time, to the echo's process, pid echo_pid (0: none), whose
 	 * requests are the echo's.  echo_cur and echo_pid are protected by
-	 * lock, and written by the echo thread only.
+	 * lock, and written by the echo thread only; echo_running too
+	 * (written by echo_start() and echo_stop()).
 	 */
 	struct echo_ev *echo_cur;
 	pid_t echo_pid;
