@@ -2,7 +2,9 @@
 #
 # tests/fs/daemon.bats - the daemon and its mount: a daemon killed while
 # it replays other clients' changes never leaves its mount hanging, and
-# after a lazy unmount nothing is replayed onto the directory underneath.
+# nothing is replayed onto whatever the mountpoint is when it is not the
+# mount any more (the directory underneath, after a lazy unmount, or
+# another mount over it).
 #
 # Other clients write all the time (two writers over HTTP: many small
 # keys that come, change and go in a few directories, and fewer large
@@ -21,6 +23,7 @@ setup()
 	KILLED=
 	KILL_NO=
 	KILLER_PROC=
+	OVER_PID=
 	INW_PID=
 	HELD=()
 }
@@ -43,6 +46,13 @@ teardown()
 		wait "$p" 2>/dev/null || true
 	done
 	_unhang
+	# a mount over ours goes first, or ours cannot be unmounted
+	if [[ -n $OVER_PID ]]; then
+		timeout -s KILL 20 fusermount3 -u "$MNT" ||
+			timeout -s KILL 20 fusermount3 -u -z "$MNT" || true
+		wait_for 10 _tasks_gone "$OVER_PID" || kill -KILL "$OVER_PID"
+		wait "$OVER_PID" 2>/dev/null || true
+	fi
 	fs_teardown
 }
 
@@ -328,6 +338,13 @@ libc.umount2(sys.argv[1].encode(), 1)	# MNT_FORCE: aborts the connection
 	KILLED=
 }
 
+# _mounted_times MNT N: N filesystems are mounted at MNT, one over the
+# other, as /proc/mounts says.
+_mounted_times()
+{
+	[[ $(awk -v m="$1" '$2 == m' /proc/mounts | wc -l) -eq $2 ]]
+}
+
 # _tree DIR: every file and directory under DIR, with its type, size and
 # content's checksum (a directory that is no mount: never an etcdfs one).
 _tree()
@@ -544,4 +561,47 @@ _answers_enotconn()
 	wait "$FS_PID"
 	FS_PID=
 	_same_tree "$listing" "$MNT"
+}
+
+@test "with another mount over the mountpoint nothing is replayed onto it, and once it is gone the echo replays again" {
+	local opts="endpoints=$ETCD_ENDPOINT,prefix=/other/" root status
+
+	fs_v2 && opts+=,api=v2
+	EVENTS=$BATS_TEST_TMPDIR/events
+	kv_put /before one
+	fs_wait_value "$MNT/before" one
+	exec {root}<"$MNT"
+	# another etcdfs over ours: its files are the keys under /other/, so
+	# a replay onto it would show in etcd
+	"$ETCDFS" -f -o "$opts" "$MNT" </dev/null \
+		>>"$BATS_TEST_TMPDIR/over.log" 2>&1 3>&- &
+	OVER_PID=$!
+	wait_for 20 _mounted_times "$MNT" 2
+	# (kv_put would wait for the mount at $MNT, not ours, to catch up)
+	MNT= kv_put /x remote
+	MNT= kv_put /dir/y remote
+	fs_wait_value "/proc/$BASHPID/fd/$root/x" remote
+	fs_wait_value "/proc/$BASHPID/fd/$root/dir/y" remote
+	exec {root}<&-
+	sleep 1
+	kv_absent /other/x
+	kv_absent /other/dir/y
+	[ -z "$(kv_keys /other/)" ]
+	[ -z "$(ls -A "$MNT")" ]
+	grep -q "is not this mount any more" "$FS_LOG"
+	# the mount on top goes: ours is the mountpoint again
+	timeout -s KILL 20 fusermount3 -u "$MNT"
+	status=0
+	wait "$OVER_PID" || status=$?
+	OVER_PID=
+	[ "$status" -eq 0 ]
+	_mounted_times "$MNT" 1
+	inw_start
+	kv_put /z again
+	wait_event CREATE z
+	wait_event CLOSE_WRITE,CLOSE z
+	inw_stop
+	grep -q "is this mount again" "$FS_LOG"
+	[ "$(cat "$MNT/z")" = again ]
+	[ -z "$(kv_keys /other/)" ]
 }
