@@ -320,5 +320,8 @@ int fs_echo_main(int argc, char **argv)
 		return 1;
 	prctl(PR_SET_NAME, "etcdfs-echo");
 	signal(SIGPIPE, SIG_IGN);
+	/* keep no directory of the daemon's starter busy (it needs none) */
+	if (chdir("/"))
+		return 1;
 	return serve(argv[2]);
 }
