@@ -145,6 +145,18 @@ struct echo_ev {
 	bool applied;		/* a handler applied it to the mirror */
 };
 
+/* The echo's process, as the echo thread knows it; that thread's alone. */
+struct echo_child {
+	int sock;		/* the thread's end of the socket; -1: none */
+	int wake;		/* eventfd: echo_stop() wakes the thread */
+	int64_t retry_at;	/* no new process before (CLOCK_MONOTONIC ms) */
+	unsigned failures;	/* processes that could not be started */
+	bool root_known;	/* the mount's identity, from mountinfo: */
+	uint64_t dev;
+	uint64_t mnt_id;
+	bool gone;		/* the mountpoint was not the mount, last time */
+};
+
 struct fs {
 	struct fs_config cfg;
 	struct store *store;
@@ -173,10 +185,17 @@ struct fs {
 	size_t nold;
 	bool watch_ok;			/* the watch is connected */
 
-	/* the echo thread (echo.c); echo_cur is protected by lock */
+	/*
+	 * The echo (echo.c): a thread that hands other clients' changes, one
+	 * at a time, to the echo's process, pid echo_pid (0: none), whose
+	 * requests are the echo's.  echo_cur and echo_pid are protected by
+	 * lock, and written by the echo thread only; echo_running too
+	 * (written by echo_start() and echo_stop()).
+	 */
 	struct echo_ev *echo_cur;
+	pid_t echo_pid;
+	struct echo_child echo_child;
 	pthread_t echo_thread;
-	pid_t echo_tid;
 	bool echo_running;
 	pthread_mutex_t echo_lock;	/* guards the queue and the below */
 	pthread_cond_t echo_cond;
