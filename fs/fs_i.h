@@ -10,6 +10,7 @@
 #ifndef ETCDFS_FS_I_H
 #define ETCDFS_FS_I_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -114,6 +115,37 @@ struct inval_list {
 	size_t cap;
 };
 
+/*
+ * An open file (file.c): for a key, its own copy of the value, taken at
+ * open, which writes change and commit.c commits; for a local file (temp
+ * files), the node's value itself.
+ */
+struct handle {
+	pthread_mutex_t lock;	/* guards the fields below but node */
+	struct node *node;	/* referenced; fields under fs->lock */
+	bool local;		/* the node's value is the content */
+	char *buf;		/* the copy: NUL-terminated past len */
+	size_t len;
+	size_t cap;
+	int64_t base;		/* the revision buf is based on; 0: absent */
+	bool dirty;		/* written since the last commit */
+	bool truncated;		/* opened with O_TRUNC, not written yet */
+	bool failed;		/* a commit failed: do not try again */
+	int failed_err;		/* what close says then, if not 0 */
+	bool trunc_waiting;	/* counted in node->trunc_waiting */
+	struct handle *nnext;	/* in node->handles, under fs->lock */
+	bool writer;		/* opened for writing */
+	bool written;		/* write() was called */
+	bool append;
+	bool echo;		/* the echo thread's: writes are no-ops */
+	pid_t pid;		/* the opener, whose pins apply */
+};
+
+static inline struct handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
+
 struct pin {
 	char *key;
 	size_t key_len;
@@ -195,8 +227,22 @@ void fs_now(struct timespec *ts);
 fuse_ino_t node_id(struct fs *fs, struct node *n);
 struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
+/* The directory @ino, or NULL with ENOTDIR in *@errp.  fs->lock held. */
+static inline struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
+{
+	struct node *dir = node_of(fs, ino);
+
+	if (dir->type != NODE_DIR) {
+		*errp = ENOTDIR;
+		return NULL;
+	}
+	return dir;
+}
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
+void fs_log_store_error(const char *what, const struct store_error *err);
+
+/* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 	      int64_t rev);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
@@ -204,6 +250,12 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);
 void inflight_end(struct fs *fs, struct inflight *in);
 bool inflight_has(struct fs *fs, const char *key, size_t key_len);
+/*
+ * Lists the keys below @dir's prefix and makes the subtree match them.
+ * Takes and drops fs->lock itself; @dir must be referenced.
+ */
+int fs_refresh_dir(struct fs *fs, struct node *dir);
+int fs_start_watch(struct fs *fs, int64_t from);
 
 /* node.c: all with fs->lock held */
 struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
@@ -270,11 +322,6 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi);
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-	      struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /*
  * With fs->lock held: reads @n's value again if the value budget evicted
@@ -282,11 +329,38 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * found.  0, or -ENOENT if the key went meanwhile, or another -errno.
  */
 int fs_load_value(struct fs *fs, struct node *n);
+
+/* commit.c */
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
+/* Resizes a local node's content; fs->lock held. */
+int node_local_resize(struct fs *fs, struct node *n, size_t size);
+/*
+ * Commits @h's copy if it needs it: when written, when its file is new,
+ * or (when @final) when it was only truncated.  Returns 1 if it
+ * committed, 0 if there was nothing to, or a negative errno.
+ * @h->lock held.
+ */
+int handle_commit(struct fs *fs, struct handle *h, bool final);
+/* After a commit of inode @ino: the kernel drops its pages and size. */
+void handle_committed(struct fs *fs, fuse_ino_t ino);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
 		    size_t len, pid_t pid, bool own, int64_t *rev);
+
+/* attr.c */
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		int to_set, struct fuse_file_info *fi);
+
+/* move.c */
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
 
 /* echo.c */
 int echo_start(struct fs *fs);
