@@ -302,10 +302,8 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	if (h->append)
 		o = h->len;
 	if (o + size > max) {
-		/* what it holds can never be saved: close saves nothing */
+		/* refused, and nothing else: close commits what it held */
 		err = EFBIG;
-		h->failed = true;
-		h->failed_err = EFBIG;
 	} else {
 		if (o + size > h->len)
 			err = -resize(&h->buf, &h->len, &h->cap, o + size);
