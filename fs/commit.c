@@ -197,37 +197,31 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	return 0;
 }
 
-/*
- * Commits @h's copy if it needs it: when written, when its file is new,
- * or (when @final) when it was only truncated.  Returns 1 if it
- * committed, 0 if there was nothing to, or a negative errno.
- * @h->lock held.
- */
-int handle_commit(struct fs *fs, struct handle *h, bool final)
+int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 {
 	struct node *n = h->node;
-	bool pending, gone, need, need_wake;
-	int64_t rev = 0;
-	char *key;
+	bool final = kind != COMMIT_FLUSH, pending, gone, need, need_wake;
+	int64_t rev = 0, base;
+	char *key = NULL;
 	size_t key_len;
-	int64_t base;
 	int ret;
 
-	if (h->failed) {
-		ret = -h->failed_err;
-		h->failed_err = 0;
-		return ret;
-	}
 	if (h->local || h->echo)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	pending = n->pending;
 	gone = n->removed && (n->pending || n->local);
 	base = n->pending ? n->mod_revision : h->base;
-	key = NULL;
 	key_len = n->key_len;
-	need = h->dirty || (final && h->truncated) ||
+	/*
+	 * A commit that failed is tried again by the next flush or fsync,
+	 * which then store what the file holds or fail again.  Release does
+	 * not: its caller heard of the failure and may have acted on it.
+	 */
+	need = h->dirty || h->failed_err || (final && h->truncated) ||
 	       (pending && (final || !h->truncated));
+	if (kind == COMMIT_RELEASE && h->failed_err)
+		need = false;
 	if (!need && h->truncated && !h->trunc_waiting) {
 		/* readers wait for this truncation (see fs_open) */
 		h->trunc_waiting = true;
@@ -238,6 +232,9 @@ int handle_commit(struct fs *fs, struct handle *h, bool final)
 		key = malloc(key_len + 1);
 		if (key)
 			memcpy(key, n->key, key_len);
+		/* a retry keeps the precondition a pin gave the first try */
+		if (key)
+			pin_take(fs, key, key_len, h->pid, &base);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (gone || !need)
@@ -247,20 +244,24 @@ int handle_commit(struct fs *fs, struct handle *h, bool final)
 	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
 			      h->pid, true, &rev);
 	free(key);
+	pthread_mutex_lock(&fs->lock);
 	if (need_wake) {
-		/* the value is in the mirror now: readers may go on */
-		pthread_mutex_lock(&fs->lock);
+		/* the value is in the mirror now (or never): readers go on */
 		h->trunc_waiting = false;
 		n->trunc_waiting--;
 		pthread_cond_broadcast(&fs->inflight_cond);
-		pthread_mutex_unlock(&fs->lock);
 	}
-	if (!ret)
+	if (!ret) {
 		h->base = rev;
-	h->dirty = false;
-	h->truncated = false;
-	if (ret)
-		h->failed = true;
+		h->dirty = false;
+		h->truncated = false;
+		h->failed_err = 0;
+	} else {
+		/* still not in etcd: the next flush or fsync tries again */
+		h->base = base;
+		h->failed_err = -ret;
+	}
+	pthread_mutex_unlock(&fs->lock);
 	return ret ? ret : 1;
 }
 
@@ -433,7 +434,7 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	pthread_mutex_lock(&h->lock);
-	ret = handle_commit(fs, h, final);
+	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
 	pthread_mutex_unlock(&h->lock);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 	if (ret > 0)

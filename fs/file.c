@@ -640,7 +640,7 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	pthread_mutex_lock(&h->lock);
 	/* nobody hears an error now: the commit logs it */
-	ret = handle_commit(fs, h, true);
+	ret = handle_commit(fs, h, COMMIT_RELEASE);
 	pthread_mutex_unlock(&h->lock);
 	handle_free(fs, h);
 	fuse_reply_err(req, 0);

@@ -130,8 +130,9 @@ struct handle {
 	int64_t base;		/* the revision buf is based on; 0: absent */
 	bool dirty;		/* written since the last commit */
 	bool truncated;		/* opened with O_TRUNC, not written yet */
-	bool failed;		/* a commit failed: do not try again */
-	int failed_err;		/* what close says then, if not 0 */
+	int failed_err;		/* the last commit failed with this errno, and
+				 * what buf holds is not in etcd; written with
+				 * fs->lock held too */
 	bool trunc_waiting;	/* counted in node->trunc_waiting */
 	struct handle *nnext;	/* in node->handles, under fs->lock */
 	bool writer;		/* opened for writing */
@@ -338,13 +339,18 @@ void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 /* Resizes a local node's content; fs->lock held. */
 int node_local_resize(struct fs *fs, struct node *n, size_t size);
+enum commit_kind {
+	COMMIT_FLUSH,		/* a close */
+	COMMIT_FSYNC,
+	COMMIT_RELEASE,		/* the last close, which nobody hears */
+};
 /*
  * Commits @h's copy if it needs it: when written, when its file is new,
- * or (when @final) when it was only truncated.  Returns 1 if it
- * committed, 0 if there was nothing to, or a negative errno.
- * @h->lock held.
+ * when its last commit failed, or (fsync, release) when it was only
+ * truncated.  Returns 1 if it committed, 0 if there was nothing to, or a
+ * negative errno.  @h->lock held.
  */
-int handle_commit(struct fs *fs, struct handle *h, bool final);
+int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind);
 /* After a commit of inode @ino: the kernel drops its pages and size. */
 void handle_committed(struct fs *fs, fuse_ino_t ino);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);

@@ -1,33 +1,35 @@
 /*
  * probe.c - syscall sequences for the filesystem tests (tests/fs/NAME.bats)
  *
- * Each subcommand runs one sequence on files of the mount and prints what
- * each step returned, one "name=value" per line (a size, an offset, "ok"
- * or the errno's name), so that a bats test compares the whole line with
- * what a local filesystem gives.  It exits 0 when the sequence could be
- * run to its end, whatever the calls returned; 2 on bad usage.  The tests
- * find it through $FS_PROBE (tests/meson.build).
+ * `fs-probe steps PATH` reads one step a line from stdin and prints, for
+ * each, one line "name=result": a number, "ok" or the errno's name
+ * ("ESTALE"), so that a test compares them with what a local filesystem
+ * answers.  Lines are answered as they come, so a test may drive it from a
+ * coproc and look at the mount (or stop etcd) between two steps.  Steps
+ * (a name ending in 2 acts on the dup, the others on the open):
  *
- *   size FILE          O_RDWR|O_CREAT; ftruncate 100000; fstat, lseek END;
- *                      ftruncate 0; write "hello"; fstat, lseek END; close
- *   append FILE        O_WRONLY|O_CREAT|O_TRUNC; write AAAA; lseek END;
- *                      write BBBB; close
- *   hold FILE          O_RDWR|O_CREAT, writes "hello" and waits for a line on
- *                      stdin ("close" closes and exits) between steps:
- *                      "trunc N" ftruncates, "write S" writes at the end
- *   dup-fsync FILE PID O_WRONLY|O_TRUNC; write "one"; dup; SIGSTOP PID;
- *                      close (fails); SIGCONT PID; write "two" on the dup;
- *                      fsync; close
- *   efbig FILE         write "hello"; pwrite 2 MiB at 5; close
- *   efbig-new FILE     O_CREAT|O_EXCL; pwrite 1 byte at 2 GiB; close
- *   rename-open A B    open A for writing; write; rename A B; write;
- *                      close; stat B
- *   excl DIR N         N times: make DIR/a with O_EXCL, write, close,
- *                      rename to DIR/b, open DIR/a with O_CREAT|O_EXCL,
- *                      close, unlink DIR/a; prints the failures
+ *   open FLAGS        open PATH; FLAGS: rdonly wronly rdwr creat excl trunc
+ *                     append, joined by '|'
+ *   dup               descriptor 2 = dup(1)
+ *   write[2] TEXT     write TEXT at the file offset
+ *   pwrite[2] OFF LEN write LEN bytes 'x' at OFF; "short" if fewer went
+ *   trunc[2] SIZE     ftruncate
+ *   fstat[2]          the size fstat gives
+ *   seek_end[2]       lseek(0, SEEK_END)
+ *   fsync[2], close[2]
+ *   stat [OTHER]      the size stat gives of OTHER (default PATH)
+ *   rename A B        rename(2)
+ *   utime[2] SECS     futimens: atime and mtime SECS
+ *   chmod[2] OCTAL    fchmod
+ *   stop PID, cont PID  SIGSTOP and SIGCONT (a test's own etcd)
  *
- * What it cannot do: run a sequence on a local file for comparison; the
- * tests hold the local filesystem's answers.
+ * `fs-probe excl DIR COUNT` runs COUNT times: make DIR/a with O_EXCL, write,
+ * close, rename it to DIR/b, make DIR/a again with O_CREAT|O_EXCL, close,
+ * unlink it; it prints each failure and then "failures=COUNT".
+ *
+ * It exits 0 when the steps could be read (whatever the calls answered),
+ * 2 on a bad step.  What it cannot do: run a sequence on a local file for
+ * comparison; the tests hold the local filesystem's answers.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,14 +48,12 @@ static const char *errname(int e)
 	return name ? name : "unknown";
 }
 
-/* Prints "name=ok" or "name=ERRNO" for a call that returned @ret. */
 static void show(const char *name, long ret)
 {
 	if (ret < 0)
 		printf("%s=%s\n", name, errname(errno));
 	else
 		printf("%s=ok\n", name);
-	fflush(stdout);
 }
 
 static void show_num(const char *name, long long v)
@@ -62,172 +62,162 @@ static void show_num(const char *name, long long v)
 		printf("%s=%s\n", name, errname(errno));
 	else
 		printf("%s=%lld\n", name, v);
-	fflush(stdout);
 }
 
-/* @s as a number, or exits with a message: the tests pass only numbers. */
-static long long number(const char *s)
+static void bad(const char *what, const char *s)
+{
+	fprintf(stderr, "probe: %s: '%s'\n", what, s);
+	exit(2);
+}
+
+/* @s as a number in @base, or exits: the tests pass only numbers. */
+static long long number(const char *s, int base)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end) {
-		fprintf(stderr, "probe: not a number: '%s'\n", s);
-		exit(2);
-	}
+	v = strtoll(s, &end, base);
+	if (errno || end == s || *end)
+		bad("not a number", s);
 	return v;
+}
+
+static int open_flags(char *s)
+{
+	static const struct {
+		const char *name;
+		int flag;
+	} names[] = {
+	    {"rdonly", O_RDONLY}, {"wronly", O_WRONLY}, {"rdwr", O_RDWR},
+	    {"creat", O_CREAT},	  {"excl", O_EXCL},	{"trunc", O_TRUNC},
+	    {"append", O_APPEND},
+	};
+	int flags = 0;
+	char *tok, *save;
+	size_t i;
+
+	for (tok = strtok_r(s, "|", &save); tok;
+	     tok = strtok_r(NULL, "|", &save)) {
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strcmp(tok, names[i].name) == 0)
+				break;
+		if (i == sizeof(names) / sizeof(names[0]))
+			bad("no such open flag", tok);
+		flags |= names[i].flag;
+	}
+	return flags;
 }
 
 static long long fsize(int fd)
 {
 	struct stat st;
 
-	if (fstat(fd, &st))
-		return -1;
-	return (long long)st.st_size;
+	return fstat(fd, &st) ? -1 : (long long)st.st_size;
 }
 
-static int probe_size(const char *path)
+static long long psize(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT, 0644);
-
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	show("ftruncate", ftruncate(fd, 100000));
-	show_num("fstat", fsize(fd));
-	show_num("seek_end", (long long)lseek(fd, 0, SEEK_END));
-	show("ftruncate0", ftruncate(fd, 0));
-	show("write", write(fd, "hello", 5) == 5 ? 0 : -1);
-	show_num("fstat", fsize(fd));
-	show_num("seek_end", (long long)lseek(fd, 0, SEEK_END));
-	show("close", close(fd));
-	return 0;
-}
-
-static int probe_append(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	show("write", write(fd, "AAAA", 4) == 4 ? 0 : -1);
-	show_num("seek_end", (long long)lseek(fd, 0, SEEK_END));
-	show("write", write(fd, "BBBB", 4) == 4 ? 0 : -1);
-	show("close", close(fd));
-	return 0;
-}
-
-static int probe_hold(const char *path)
-{
-	char line[256];
-	int fd = open(path, O_RDWR | O_CREAT, 0644);
-
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	show("write", write(fd, "hello", 5) == 5 ? 0 : -1);
-	while (fgets(line, sizeof(line), stdin)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (strncmp(line, "trunc ", 6) == 0) {
-			show("ftruncate",
-			     ftruncate(fd, (off_t)number(line + 6)));
-		} else if (strncmp(line, "write ", 6) == 0) {
-			size_t n = strlen(line + 6);
-
-			if (lseek(fd, 0, SEEK_END) < 0)
-				show("seek_end", -1);
-			show("write",
-			     write(fd, line + 6, n) == (ssize_t)n ? 0 : -1);
-		} else if (strcmp(line, "fstat") == 0) {
-			show_num("fstat", fsize(fd));
-		} else if (strcmp(line, "close") == 0) {
-			break;
-		}
-	}
-	show("close", close(fd));
-	return 0;
-}
-
-static int probe_dup_fsync(const char *path, pid_t etcd)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC), fd2;
-
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	show("write", write(fd, "one", 3) == 3 ? 0 : -1);
-	fd2 = dup(fd);
-	if (kill(etcd, SIGSTOP)) {
-		show("sigstop", -1);
-		return 1;
-	}
-	show("close", close(fd));
-	kill(etcd, SIGCONT);
-	/* the etcd is back: the dup's writes and fsync must reach it */
-	show("write2", write(fd2, "two", 3) == 3 ? 0 : -1);
-	show("fsync", fsync(fd2));
-	show("close2", close(fd2));
-	return 0;
-}
-
-static int probe_efbig(const char *path)
-{
-	size_t big = 2u << 20;
-	char *buf = malloc(big);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ssize_t n;
-
-	if (!buf || fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	memset(buf, 'x', big);
-	show("write", write(fd, "hello", 5) == 5 ? 0 : -1);
-	n = pwrite(fd, buf, big, 5);
-	if (n < 0)
-		show("pwrite", -1);
-	else
-		printf("pwrite=%s\n", (size_t)n < big ? "short" : "whole");
-	show("close", close(fd));
-	free(buf);
-	return 0;
-}
-
-static int probe_efbig_new(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
-	}
-	show("pwrite", pwrite(fd, "x", 1, 2LL << 30) == 1 ? 0 : -1);
-	show("close", close(fd));
-	return 0;
-}
-
-static int probe_rename_open(const char *a, const char *b)
-{
-	int fd = open(a, O_WRONLY | O_TRUNC);
 	struct stat st;
 
-	if (fd < 0) {
-		show("open", -1);
-		return 0;
+	return stat(path, &st) ? -1 : (long long)st.st_size;
+}
+
+static void do_pwrite(const char *name, int fd, char *args)
+{
+	char *len_s = strchr(args, ' ');
+	size_t len;
+	ssize_t n;
+	char *buf;
+
+	if (!len_s)
+		bad("pwrite needs OFF LEN", args);
+	*len_s++ = '\0';
+	len = (size_t)number(len_s, 10);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		bad("out of memory for", len_s);
+	memset(buf, 'x', len);
+	n = pwrite(fd, buf, len, (off_t)number(args, 10));
+	if (n >= 0 && (size_t)n < len)
+		printf("%s=short\n", name);
+	else
+		show(name, n < 0 ? -1 : 0);
+	free(buf);
+}
+
+/* One step: @cmd is its name (ending in 2 for the dup), @arg the rest. */
+static void step(const char *path, int fds[3], char *cmd, char *arg)
+{
+	size_t len = strlen(cmd);
+	int n = len > 1 && cmd[len - 1] == '2' ? 2 : 1;
+	char base[32];
+	int fd = fds[n];
+
+	snprintf(base, sizeof(base), "%.*s", (int)(n == 2 ? len - 1 : len),
+		 cmd);
+	if (strcmp(base, "open") == 0) {
+		fds[1] = open(path, open_flags(arg), 0644);
+		show(cmd, fds[1]);
+	} else if (strcmp(base, "dup") == 0) {
+		fds[2] = dup(fds[1]);
+		show(cmd, fds[2]);
+	} else if (strcmp(base, "write") == 0) {
+		show(cmd, write(fd, arg, strlen(arg)) == (ssize_t)strlen(arg)
+			      ? 0
+			      : -1);
+	} else if (strcmp(base, "pwrite") == 0) {
+		do_pwrite(cmd, fd, arg);
+	} else if (strcmp(base, "trunc") == 0) {
+		show(cmd, ftruncate(fd, (off_t)number(arg, 10)));
+	} else if (strcmp(base, "fstat") == 0) {
+		show_num(cmd, fsize(fd));
+	} else if (strcmp(base, "seek_end") == 0) {
+		show_num(cmd, (long long)lseek(fd, 0, SEEK_END));
+	} else if (strcmp(base, "fsync") == 0) {
+		show(cmd, fsync(fd));
+	} else if (strcmp(base, "close") == 0) {
+		show(cmd, close(fd));
+	} else if (strcmp(base, "stat") == 0) {
+		show_num(cmd, psize(*arg ? arg : path));
+	} else if (strcmp(base, "rename") == 0) {
+		char *to = strchr(arg, ' ');
+
+		if (!to)
+			bad("rename needs A B", arg);
+		*to++ = '\0';
+		show(cmd, rename(arg, to));
+	} else if (strcmp(base, "utime") == 0) {
+		struct timespec ts[2] = {{(time_t)number(arg, 10), 0},
+					 {(time_t)number(arg, 10), 0}};
+
+		show(cmd, futimens(fd, ts));
+	} else if (strcmp(base, "chmod") == 0) {
+		show(cmd, fchmod(fd, (mode_t)number(arg, 8)));
+	} else if (strcmp(base, "stop") == 0 || strcmp(base, "cont") == 0) {
+		show(cmd, kill((pid_t)number(arg, 10),
+			       base[0] == 's' ? SIGSTOP : SIGCONT));
+	} else {
+		bad("no such step", cmd);
 	}
-	show("write", write(fd, "first ", 6) == 6 ? 0 : -1);
-	show("rename", rename(a, b));
-	show("write", write(fd, "second", 6) == 6 ? 0 : -1);
-	show("close", close(fd));
-	show_num("size", stat(b, &st) ? -1 : (long long)st.st_size);
+}
+
+static int probe_steps(const char *path)
+{
+	int fds[3] = {-1, -1, -1};
+	char line[4096];
+
+	while (fgets(line, sizeof(line), stdin)) {
+		char *arg;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0])
+			continue;
+		arg = strchr(line, ' ');
+		if (arg)
+			*arg++ = '\0';
+		step(path, fds, line, arg ? arg : line + strlen(line));
+	}
 	return 0;
 }
 
@@ -277,23 +267,11 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : "";
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (strcmp(cmd, "size") == 0 && argc == 3)
-		return probe_size(argv[2]);
-	if (strcmp(cmd, "append") == 0 && argc == 3)
-		return probe_append(argv[2]);
-	if (strcmp(cmd, "hold") == 0 && argc == 3)
-		return probe_hold(argv[2]);
-	if (strcmp(cmd, "dup-fsync") == 0 && argc == 4)
-		return probe_dup_fsync(argv[2], (pid_t)number(argv[3]));
-	if (strcmp(cmd, "efbig") == 0 && argc == 3)
-		return probe_efbig(argv[2]);
-	if (strcmp(cmd, "efbig-new") == 0 && argc == 3)
-		return probe_efbig_new(argv[2]);
-	if (strcmp(cmd, "rename-open") == 0 && argc == 4)
-		return probe_rename_open(argv[2], argv[3]);
+	if (strcmp(cmd, "steps") == 0 && argc == 3)
+		return probe_steps(argv[2]);
 	if (strcmp(cmd, "excl") == 0 && argc == 4)
-		return probe_excl(argv[2], (long)number(argv[3]));
-	fprintf(stderr, "usage: probe size|append|hold|dup-fsync|efbig|"
-			"efbig-new|rename-open|excl ARGS\n");
+		return probe_excl(argv[2], (long)number(argv[3], 10));
+	fprintf(stderr, "usage: fs-probe steps PATH <STEPS\n"
+			"       fs-probe excl DIR COUNT\n");
 	return 2;
 }
