@@ -17,6 +17,26 @@ static struct fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/*
+ * The errno of a commit that failed on the file a setattr is about: the
+ * open file it came through, or, for a new file not in etcd yet, any file
+ * open on it (utimensat and fchmod do not say which).  0 if none.
+ * fs->lock held.
+ */
+static int failed_commit(struct node *n, struct fuse_file_info *fi)
+{
+	struct handle *h = fi ? handle_of(fi) : NULL;
+
+	if (h && !h->echo && h->failed_err)
+		return h->failed_err;
+	if (!n->pending)
+		return 0;
+	for (h = n->handles; h; h = h->nnext)
+		if (h->failed_err)
+			return h->failed_err;
+	return 0;
+}
+
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       int to_set, struct fuse_file_info *fi)
 {
@@ -24,12 +44,13 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct node *n;
 	struct stat st;
 	bool echo;
-	int err = 0;
+	int err = 0, failed;
 
 	pthread_mutex_lock(&fs->lock);
 	n = node_of(fs, ino);
 	node_fill_attr(fs, n, &st);
 	echo = echo_of(fs, req) != NULL;
+	failed = failed_commit(n, fi);
 	pthread_mutex_unlock(&fs->lock);
 
 	if (echo) {
@@ -39,6 +60,11 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (fs->cfg.ro) {
 		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* touch of a file whose creation failed: it is in no etcd */
+	if (failed && (to_set & ~FUSE_SET_ATTR_SIZE)) {
+		fuse_reply_err(req, failed);
 		return;
 	}
 	/* chmod and chown that change nothing succeed: cp and sed call them */

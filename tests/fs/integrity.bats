@@ -122,6 +122,27 @@ late_commits()
 	fi
 }
 
+@test "touch of a new file while etcd is down fails and creates nothing" {
+	etcd_stop_keep
+
+	run timeout 30 touch "$MNT/new"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[ "$status" -ne 124 ]
+	[[ $output == *"not connected"* || $output == *"timed out"* ]]
+	run probe "$MNT/new2" "open wronly|creat" dup close2 "utime 1000000000" \
+		close
+	echo "$output"
+	[ "$output" = "open=ok dup=ok close2=ENOTCONN utime=ENOTCONN close=ENOTCONN" ]
+
+	etcd_start_again
+	late_commits
+	[ ! -e "$MNT/new" ]
+	[ ! -e "$MNT/new2" ]
+	kv_absent /new
+	kv_absent /new2
+}
+
 @test "a write refused with EFBIG changes nothing: close commits what the file held" {
 	run probe "$MNT/big" "open wronly|creat|trunc" "write hello" \
 		"pwrite 5 2097152" close
