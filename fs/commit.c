@@ -197,6 +197,66 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	return 0;
 }
 
+/*
+ * @h's copy changed: stat shows its size from now on.  @h->lock and
+ * fs->lock held.
+ */
+static void handle_show(struct node *n, struct handle *h)
+{
+	struct handle **p;
+
+	h->shown = true;
+	h->shown_size = h->len;
+	fs_now(&h->shown_mtime);
+	if (n->handles == h)
+		return;
+	for (p = &n->handles; *p; p = &(*p)->nnext) {
+		if (*p == h) {
+			*p = h->nnext;
+			h->nnext = n->handles;
+			n->handles = h;
+			return;
+		}
+	}
+}
+
+bool handle_unshow(struct node *n, struct handle *h)
+{
+	bool was = h->shown;
+
+	h->shown = false;
+	return was && (h->shown_size != n->size ||
+		       h->shown_mtime.tv_sec != n->mtime.tv_sec ||
+		       h->shown_mtime.tv_nsec != n->mtime.tv_nsec);
+}
+
+static struct handle *shown_writer(struct node *n)
+{
+	struct handle *h;
+
+	for (h = n->handles; h; h = h->nnext)
+		if (h->shown)
+			return h;
+	return NULL;
+}
+
+bool node_writer_shown(struct node *n)
+{
+	return shown_writer(n) != NULL;
+}
+
+bool node_writer_attr(struct node *n, struct stat *st)
+{
+	struct handle *h = shown_writer(n);
+
+	if (!h)
+		return false;
+	st->st_size = (off_t)h->shown_size;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_mtim = h->shown_mtime;
+	return true;
+}
+
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 {
 	struct node *n = h->node;
@@ -256,6 +316,8 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 		h->dirty = false;
 		h->truncated = false;
 		h->failed_err = 0;
+		/* the node has what it held: handle_committed tells the kernel */
+		handle_unshow(n, h);
 	} else {
 		/* still not in etcd: the next flush or fsync tries again */
 		h->base = base;
@@ -312,7 +374,10 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			memcpy(h->buf + o, buf, size);
 			h->dirty = true;
 			h->written = true;
+			pthread_mutex_lock(&fs->lock);
 			h->truncated = false;
+			handle_show(h->node, h);
+			pthread_mutex_unlock(&fs->lock);
 		}
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -342,18 +407,20 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 		return -EFBIG;
 	pthread_mutex_lock(&h->lock);
 	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
+	pthread_mutex_lock(&fs->lock);
 	if (!err && size == 0 && !h->dirty && !h->written) {
 		/*
 		 * open(O_TRUNC), or a truncation before any write: committed
 		 * with the first write's flush, or at the last close.
 		 */
-		pthread_mutex_lock(&fs->lock);
 		h->truncated = h->node->size > 0 || h->node->pending;
-		pthread_mutex_unlock(&fs->lock);
 	} else if (!err) {
 		h->dirty = true;
 		h->truncated = false;
 	}
+	if (!err)
+		handle_show(h->node, h);
+	pthread_mutex_unlock(&fs->lock);
 	pthread_mutex_unlock(&h->lock);
 	return err;
 }

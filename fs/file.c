@@ -185,6 +185,9 @@ static void handle_free(struct fs *fs, struct handle *h)
 		n->trunc_waiting--;
 		pthread_cond_broadcast(&fs->inflight_cond);
 	}
+	/* what it held and did not commit: stat forgets its size */
+	if (h->writer && handle_unshow(n, h) && n->nlookup)
+		inval_add(&inv, false, node_id(fs, n), NULL, 0);
 	if (h->writer) {
 		struct handle **p;
 
@@ -385,7 +388,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	rev = n->mod_revision;
 	cached = !wr && h && !h->local && rev > 0 && n->cache_rev == rev &&
-		 src == n;
+		 src == n && !node_writer_shown(n);
 	fill = !wr && h && !h->local && !cached && src == n;
 	if (fill)
 		n->refs++;

@@ -94,10 +94,11 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
 		st->st_nlink = n->removed ? 0 : 1;
-		/* what etcd has: writers' buffers show only once committed */
+		/* what etcd has, or what a writer holds (commit.c) */
 		st->st_size = (off_t)n->size;
 		st->st_blocks = (st->st_size + 511) / 512;
 		st->st_mtim = n->mtime;
+		node_writer_attr(n, st);
 	}
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;

@@ -135,6 +135,14 @@ struct handle {
 				 * fs->lock held too */
 	bool trunc_waiting;	/* counted in node->trunc_waiting */
 	struct handle *nnext;	/* in node->handles, under fs->lock */
+	/*
+	 * Under fs->lock: a writer whose copy differs from what etcd has
+	 * shows its size and the time of its last change to every stat of
+	 * the file (the newest such writer first in node->handles).
+	 */
+	bool shown;
+	size_t shown_size;
+	struct timespec shown_mtime;
 	bool writer;		/* opened for writing */
 	bool written;		/* write() was called */
 	bool append;
@@ -353,6 +361,22 @@ enum commit_kind {
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind);
 /* After a commit of inode @ino: the kernel drops its pages and size. */
 void handle_committed(struct fs *fs, fuse_ino_t ino);
+/*
+ * With fs->lock held: puts the size and mtime of @n's newest changed
+ * writer into @st, if it has one; true if so.  A stat of a file open for
+ * writing sees what its writer holds, as on a local disk.
+ */
+bool node_writer_attr(struct node *n, struct stat *st);
+/*
+ * Has @n such a writer?  Then the kernel's size of it is that writer's,
+ * and a reader must not read the pages it caches.  fs->lock held.
+ */
+bool node_writer_shown(struct node *n);
+/*
+ * With fs->lock held, when @h stops showing its size (commit, close):
+ * true if the kernel's attributes of the file are then wrong.
+ */
+bool handle_unshow(struct node *n, struct handle *h);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,

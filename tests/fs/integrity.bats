@@ -79,6 +79,46 @@ late_commits()
 	sleep 1
 }
 
+@test "fstat and lseek(SEEK_END) of a file open for writing give its writer's size" {
+	run probe "$MNT/s" "open rdwr|creat" "write hello" fstat seek_end \
+		"trunc 100000" fstat seek_end close
+	echo "$output"
+	[ "$output" = "open=ok write=ok fstat=5 seek_end=5 trunc=ok fstat=100000 seek_end=100000 close=ok" ]
+	[ "$(kv_get /s | head -c 5)" = hello ]
+	[ "$(kv_get /s | wc -c)" -eq 100000 ]
+	kv_put /t old
+	run probe "$MNT/t" "open wronly|trunc" fstat seek_end "write new" fstat \
+		close
+	echo "$output"
+	[ "$output" = "open=ok fstat=0 seek_end=0 write=ok fstat=3 close=ok" ]
+	[ "$(kv_get /t)" = new ]
+
+	run probe "$MNT/a" "open wronly|creat|trunc" "write AAAA" seek_end \
+		"write BBBB" close
+	echo "$output"
+	[ "$output" = "open=ok write=ok seek_end=4 write=ok close=ok" ]
+	[ "$(kv_get /a)" = AAAABBBB ]
+	[ "$(cat "$MNT/a")" = AAAABBBB ]
+}
+
+@test "other processes see the size of a file open for writing" {
+	kv_put /h old
+	probe_start "$MNT/h"
+	step open=ok "open rdwr"
+	step write=ok "write hello"
+	[ "$(stat -c %s "$MNT/h")" -eq 5 ]
+	# what etcd has changes at close only
+	[ "$(kv_get /h)" = old ]
+	step trunc=ok "trunc 100000"
+	[ "$(stat -c %s "$MNT/h")" -eq 100000 ]
+	step seek_end=100000 seek_end
+	step write=ok "write XY"
+	[ "$(stat -c %s "$MNT/h")" -eq 100002 ]
+	step close=ok close
+	[ "$(kv_get /h | wc -c)" -eq 100002 ]
+	[ "$(stat -c %s "$MNT/h")" -eq 100002 ]
+}
+
 @test "after a failed close, an fsync of the same open file commits what it holds" {
 	kv_put /k old
 	probe_start "$MNT/k"
