@@ -230,7 +230,7 @@ bool handle_unshow(struct node *n, struct handle *h)
 		       h->shown_mtime.tv_nsec != n->mtime.tv_nsec);
 }
 
-static struct handle *shown_writer(struct node *n)
+static struct handle *changed_writer(struct node *n)
 {
 	struct handle *h;
 
@@ -240,16 +240,16 @@ static struct handle *shown_writer(struct node *n)
 	return NULL;
 }
 
-bool node_writer_shown(struct node *n)
+bool node_writer_changed(struct node *n)
 {
-	return shown_writer(n) != NULL;
+	return changed_writer(n) != NULL;
 }
 
 bool node_writer_attr(struct node *n, struct stat *st)
 {
-	struct handle *h = shown_writer(n);
+	struct handle *h = changed_writer(n);
 
-	if (!h)
+	if (!h || n->cached_readers)
 		return false;
 	st->st_size = (off_t)h->shown_size;
 	st->st_blocks = (st->st_size + 511) / 512;

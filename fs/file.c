@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,6 +188,10 @@ static void handle_free(struct fs *fs, struct handle *h)
 	}
 	/* what it held and did not commit: stat forgets its size */
 	if (h->writer && handle_unshow(n, h) && n->nlookup)
+		inval_add(&inv, false, node_id(fs, n), NULL, 0);
+	/* the last reader of the pages: a writer's size shows from now on */
+	if (h->cached && !--n->cached_readers && node_writer_changed(n) &&
+	    n->nlookup)
 		inval_add(&inv, false, node_id(fs, n), NULL, 0);
 	if (h->writer) {
 		struct handle **p;
@@ -388,7 +393,13 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	rev = n->mod_revision;
 	cached = !wr && h && !h->local && rev > 0 && n->cache_rev == rev &&
-		 src == n && !node_writer_shown(n);
+		 src == n && !node_writer_changed(n) &&
+		 n->cached_readers < USHRT_MAX;
+	if (cached) {
+		/* a writer's size is not shown while it reads (commit.c) */
+		h->cached = true;
+		n->cached_readers++;
+	}
 	fill = !wr && h && !h->local && !cached && src == n;
 	if (fill)
 		n->refs++;

@@ -71,6 +71,8 @@ struct node {
 	bool removed;		/* out of the tree; freed when unreferenced */
 	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
 	bool in_lru;		/* its value counts against the value budget */
+	unsigned short cached_readers;	/* open files reading the kernel's
+					 * pages (file.c) */
 	unsigned refs;		/* open handles and requests in flight */
 	unsigned nopen;		/* open handles (but the echo's) */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
@@ -147,6 +149,8 @@ struct handle {
 	bool written;		/* write() was called */
 	bool append;
 	bool echo;		/* the echo thread's: writes are no-ops */
+	bool cached;		/* reads the kernel's pages: counted in
+				 * node->cached_readers */
 	pid_t pid;		/* the opener, whose pins apply */
 };
 
@@ -364,14 +368,17 @@ void handle_committed(struct fs *fs, fuse_ino_t ino);
 /*
  * With fs->lock held: puts the size and mtime of @n's newest changed
  * writer into @st, if it has one; true if so.  A stat of a file open for
- * writing sees what its writer holds, as on a local disk.
+ * writing sees what its writer holds, as on a local disk, unless files
+ * opened before the change read the kernel's pages of it (cached
+ * readers): the kernel's size is theirs too, and would cut what they
+ * read, so stat shows what etcd has until they close.
  */
 bool node_writer_attr(struct node *n, struct stat *st);
 /*
- * Has @n such a writer?  Then the kernel's size of it is that writer's,
- * and a reader must not read the pages it caches.  fs->lock held.
+ * Has @n a writer whose copy differs from etcd's?  Then a new reader must
+ * not read the kernel's pages of it.  fs->lock held.
  */
-bool node_writer_shown(struct node *n);
+bool node_writer_changed(struct node *n);
 /*
  * With fs->lock held, when @h stops showing its size (commit, close):
  * true if the kernel's attributes of the file are then wrong.
