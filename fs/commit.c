@@ -109,22 +109,28 @@ static int put_value(void *arg, const struct store_kv *cur,
 
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid, bool own, int64_t *rev)
+		    size_t len, pid_t pid, bool own, int64_t *rev,
+		    struct inflight *begun)
 {
 	struct store_preconditions pre = { 0 };
 	struct store_error err = { 0 };
 	struct store_kv sugg = { 0 }, out = { 0 };
 	struct update_arg arg = { data, len };
 	struct inval_list inv = { 0 };
-	struct inflight in;
+	struct inflight own_in, *in = begun ? begun : &own_in;
 	struct node *cur;
 	bool have_sugg = false;
 	int ret;
 
-	if (len > value_limit(fs, key_len))
-		return -EFBIG;
 	pthread_mutex_lock(&fs->lock);
-	inflight_begin(fs, &in, key, key_len);
+	if (len > value_limit(fs, key_len)) {
+		if (begun)
+			inflight_end(fs, begun);
+		pthread_mutex_unlock(&fs->lock);
+		return -EFBIG;
+	}
+	if (!begun)
+		inflight_begin(fs, in, key, key_len);
 	pin_take(fs, key, key_len, pid, &base);
 	/* what the mirror knows saves the read, if it is what we based on */
 	cur = tree_find_key(fs, key, key_len);
@@ -154,7 +160,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		ret = STORE_EPRECONDITION;	/* deleted since it was read */
 	if (ret) {
 		pthread_mutex_lock(&fs->lock);
-		inflight_end(fs, &in);
+		inflight_end(fs, in);
 		pthread_mutex_unlock(&fs->lock);
 		if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT)
 			fuse_log(FUSE_LOG_WARNING,
@@ -188,7 +194,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	}
 	if (out.mod_revision > fs->revision)
 		fs->revision = out.mod_revision;
-	inflight_end(fs, &in);
+	inflight_end(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	fs_send_invals(fs, &inv);
 	if (rev)
@@ -257,11 +263,63 @@ bool node_writer_attr(struct node *n, struct stat *st)
 	return true;
 }
 
+bool node_closed_truncation(struct node *n)
+{
+	struct handle *h;
+
+	for (h = n->handles; h; h = h->nnext)
+		if (h->trunc_waiting && !h->dropped)
+			return true;
+	return false;
+}
+
+/* @h's truncation is in etcd, or never will be: readers go on. */
+static void trunc_settled(struct fs *fs, struct node *n, struct handle *h)
+{
+	if (!h->trunc_waiting)
+		return;
+	h->trunc_waiting = false;
+	n->trunc_waiting--;
+	pthread_cond_broadcast(&fs->inflight_cond);
+}
+
+void node_drop_writers(struct fs *fs, struct node *n)
+{
+	struct handle *h;
+
+	for (h = n->handles; h; h = h->nnext) {
+		h->dropped = true;
+		h->truncated = false;
+		h->shown = false;
+		trunc_settled(fs, n, h);
+	}
+}
+
+void node_writers_moved(struct fs *fs, struct node *n, int64_t from_rev,
+			int64_t rev)
+{
+	struct handle *h;
+
+	for (h = n->handles; h; h = h->nnext) {
+		if (h->dropped)
+			continue;
+		if (h->trunc_waiting) {
+			/* the move carried its truncation */
+			h->truncated = false;
+			h->shown = false;
+			trunc_settled(fs, n, h);
+		}
+		if (h->base == from_rev)
+			h->base = rev;
+	}
+}
+
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 {
 	struct node *n = h->node;
 	bool final = kind != COMMIT_FLUSH, pending, gone, need, need_wake;
 	int64_t rev = 0, base;
+	struct inflight in;
 	char *key = NULL;
 	size_t key_len;
 	int ret;
@@ -269,6 +327,12 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 	if (h->local || h->echo)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
+	/* an unlink or rename of the file goes first, if it came first */
+	inflight_wait(fs, n);
+	if (h->dropped) {
+		pthread_mutex_unlock(&fs->lock);
+		return 0;
+	}
 	pending = n->pending;
 	gone = n->removed && (n->pending || n->local);
 	base = n->pending ? n->mod_revision : h->base;
@@ -292,9 +356,12 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 		key = malloc(key_len + 1);
 		if (key)
 			memcpy(key, n->key, key_len);
-		/* a retry keeps the precondition a pin gave the first try */
-		if (key)
+		if (key) {
+			/* a retry keeps the precondition a pin gave */
 			pin_take(fs, key, key_len, h->pid, &base);
+			/* from now on, an unlink or rename waits for us */
+			inflight_begin(fs, &in, key, key_len);
+		}
 	}
 	pthread_mutex_unlock(&fs->lock);
 	if (gone || !need)
@@ -302,15 +369,11 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 	if (!key)
 		return -ENOMEM;
 	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
-			      h->pid, true, &rev);
+			      h->pid, true, &rev, &in);
 	free(key);
 	pthread_mutex_lock(&fs->lock);
-	if (need_wake) {
-		/* the value is in the mirror now (or never): readers go on */
-		h->trunc_waiting = false;
-		n->trunc_waiting--;
-		pthread_cond_broadcast(&fs->inflight_cond);
-	}
+	if (need_wake)
+		trunc_settled(fs, n, h);	/* the value is in the mirror */
 	if (!ret) {
 		h->base = rev;
 		h->dirty = false;
@@ -481,7 +544,7 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	pthread_mutex_unlock(&fs->lock);
 	if (!err && key)
 		err = fs_commit_value(fs, n, key, key_len, base, data, len,
-				      pid, false, NULL);
+				      pid, false, NULL, NULL);
 	else if (!err)
 		err = -ENOMEM;
 	pthread_mutex_lock(&fs->lock);

@@ -323,6 +323,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* a writer starts from the last close's commit, still in flight */
+	if (wr && !echo && !n->local)
+		inflight_wait(fs, n);
 	if (echo && !echo->del && n->key_len == echo->kv.key_len &&
 	    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
 		/* another client changed it: the echo's open applies it */
@@ -500,6 +503,9 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto open;
 	}
 	n = tree_child(fs, dir, name, strlen(name));
+	/* a writer starts from the last close's commit, still in flight */
+	if (n && !n->local && inflight_wait(fs, n))
+		n = tree_child(fs, dir, name, strlen(name));
 	if (n && (fi->flags & O_EXCL)) {
 		err = EEXIST;
 		goto out;
@@ -596,7 +602,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	pthread_mutex_unlock(&fs->lock);
 	err = key ? -fs_commit_value(fs, n, key, key_len, n->mod_revision,
 				     "", 0, fuse_req_ctx(req)->pid, false,
-				     NULL) : ENOMEM;
+				     NULL, NULL) : ENOMEM;
 	free(key);
 	pthread_mutex_lock(&fs->lock);
 	if (err && n->pending && n->parent) {

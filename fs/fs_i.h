@@ -136,6 +136,8 @@ struct handle {
 				 * what buf holds is not in etcd; written with
 				 * fs->lock held too */
 	bool trunc_waiting;	/* counted in node->trunc_waiting */
+	bool dropped;		/* its file was unlinked: nothing to commit
+				 * (under fs->lock) */
 	struct handle *nnext;	/* in node->handles, under fs->lock */
 	/*
 	 * Under fs->lock: a writer whose copy differs from what etcd has
@@ -264,6 +266,14 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 void inflight_end(struct fs *fs, struct inflight *in);
 bool inflight_has(struct fs *fs, const char *key, size_t key_len);
 /*
+ * Waits until no commit, unlink or rename of @n's key by this mount is in
+ * flight, so that changes of one key reach etcd in the order they were
+ * made (a close's commit, sent at release, before the unlink that
+ * followed it).  fs->lock held, dropped meanwhile: true if it was, and
+ * the caller looks again at what it found.  Bounded (a minute).
+ */
+bool inflight_wait(struct fs *fs, struct node *n);
+/*
  * Lists the keys below @dir's prefix and makes the subtree match them.
  * Takes and drops fs->lock itself; @dir must be referenced.
  */
@@ -384,11 +394,34 @@ bool node_writer_changed(struct node *n);
  * true if the kernel's attributes of the file are then wrong.
  */
 bool handle_unshow(struct node *n, struct handle *h);
+/*
+ * For unlink and rename, with fs->lock held.  A writer closed unwritten
+ * after a truncation (or a new file's creation) is committed at its
+ * release, which the kernel sends later: node_closed_truncation tells if
+ * @n has one.  An unlink drops every writer's commit (node_drop_writers):
+ * their file is gone, as on a local disk.  A rename commits the
+ * truncation with the move and tells the writers (node_writers_moved):
+ * those based on @from_rev, the revision the key had, are based on @rev,
+ * the moved key's, from now on.
+ */
+bool node_closed_truncation(struct node *n);
+void node_drop_writers(struct fs *fs, struct node *n);
+void node_writers_moved(struct fs *fs, struct node *n, int64_t from_rev,
+			int64_t rev);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
+/*
+ * Writes @data to @key with one compare-and-swap on @base (0: the key must
+ * be absent), and puts it in the mirror (@n's node, or the tree's node of
+ * the key if @n was replaced; with @own, a new inode when other files are
+ * open on it).  *@rev: the new revision.  @begun: an inflight the caller
+ * began for @key under the same lock as its decision to commit (ended
+ * here), or NULL.  0 or a negative errno (ESTALE: changed meanwhile).
+ */
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid, bool own, int64_t *rev);
+		    size_t len, pid_t pid, bool own, int64_t *rev,
+		    struct inflight *begun);
 
 /* attr.c */
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,

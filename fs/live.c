@@ -58,6 +58,30 @@ bool inflight_has(struct fs *fs, const char *key, size_t key_len)
 	return false;
 }
 
+/* How long a change of a key waits for the one before it, at most. */
+#define INFLIGHT_WAIT_MAX 60
+
+bool inflight_wait(struct fs *fs, struct node *n)
+{
+	struct timespec until;
+	bool waited = false;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += INFLIGHT_WAIT_MAX;
+	/* n->key is looked at again each time: a rename may change it */
+	while (n->key && inflight_has(fs, n->key, n->key_len)) {
+		waited = true;
+		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+					   &until) == ETIMEDOUT) {
+			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s': a change "
+				 "still in flight after %d s, going on\n",
+				 n->name, INFLIGHT_WAIT_MAX);
+			break;
+		}
+	}
+	return waited;
+}
+
 /*
  * Lists the keys below @dir's prefix and makes the subtree match them.
  * Takes and drops fs->lock itself; @dir must be referenced.

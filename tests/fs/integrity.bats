@@ -79,6 +79,71 @@ late_commits()
 	sleep 1
 }
 
+@test "a file truncated and closed unwritten, then removed, stays removed" {
+	local i
+	kv_put /old0 x
+	for ((i = 0; i < 20; i++)); do
+		: >"$MNT/f$i"
+		rm "$MNT/f$i"
+		truncate -s 0 "$MNT/t$i"
+		rm "$MNT/t$i"
+	done
+	for ((i = 0; i < 10; i++)); do
+		kv_put "/old$i" content
+		: >"$MNT/old$i"
+		rm "$MNT/old$i"
+	done
+	run fs_try '
+for i in range(20):
+    p = "%s/c%d" % (args[0], i)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.ftruncate(fd, 0)
+    os.close(fd)
+    os.unlink(p)' "$MNT"
+	[ "$output" = OK ]
+	late_commits
+	[ -z "$(ls -A "$MNT")" ]
+	[ -z "$(kv_keys)" ]
+}
+
+@test "a file truncated and closed unwritten, then renamed, is in etcd under its new name only" {
+	local i
+	for ((i = 0; i < 10; i++)); do
+		: >"$MNT/f"
+		mv "$MNT/f" "$MNT/g$i"
+		kv_absent /f
+		kv_has "/g$i"
+		[ -z "$(kv_get "/g$i")" ]
+	done
+	for ((i = 0; i < 10; i++)); do
+		kv_put "/h$i" content
+		: >"$MNT/h$i"
+		mv "$MNT/h$i" "$MNT/k$i"
+		kv_absent "/h$i"
+		[ -z "$(kv_get "/k$i")" ]
+	done
+	late_commits
+	[ "$(ls "$MNT" | paste -sd ' ')" = "g0 g1 g2 g3 g4 g5 g6 g7 g8 g9 k0 k1 k2 k3 k4 k5 k6 k7 k8 k9" ]
+	[ "$(kv_keys | paste -sd ' ')" = "/g0 /g1 /g2 /g3 /g4 /g5 /g6 /g7 /g8 /g9 /k0 /k1 /k2 /k3 /k4 /k5 /k6 /k7 /k8 /k9" ]
+	# a later write to the name works
+	echo again >"$MNT/g0"
+	[ "$(kv_get /g0)" = again ]
+}
+
+@test "a file truncated and closed unwritten, then opened again at once, starts from that truncation" {
+	local i
+	for ((i = 0; i < 20; i++)); do
+		: >"$MNT/g$i"
+		truncate -s 3 "$MNT/g$i"
+		: >"$MNT/h$i"
+		echo y >>"$MNT/h$i"
+	done
+	for ((i = 0; i < 20; i++)); do
+		[ "$(kv_get "/g$i" | hex)" = 000000 ]
+		[ "$(kv_get "/h$i")" = y ]
+	done
+}
+
 @test "fstat and lseek(SEEK_END) of a file open for writing give its writer's size" {
 	run probe "$MNT/s" "open rdwr|creat" "write hello" fstat seek_end \
 		"trunc 100000" fstat seek_end close
