@@ -314,6 +314,48 @@ void node_writers_moved(struct fs *fs, struct node *n, int64_t from_rev,
 	}
 }
 
+int handle_follow(struct fs *fs, struct handle *h)
+{
+	struct node *n = h->node;
+	char *buf;
+
+	if (!h->writer || h->echo || h->local == n->local || n->removed)
+		return 0;
+	if (n->local) {
+		/* a key's file renamed to a temp name: what it holds moves in */
+		if ((h->dirty || h->truncated || h->failed_err) &&
+		    node_local_resize(fs, n, h->len))
+			return -ENOMEM;
+		if (h->dirty || h->truncated || h->failed_err)
+			memcpy(n->value, h->buf, h->len);
+		handle_unshow(n, h);
+		trunc_settled(fs, n, h);
+		free(h->buf);
+		h->buf = NULL;
+		h->len = h->cap = 0;
+		h->dirty = h->truncated = false;
+		h->failed_err = 0;
+		h->local = true;
+		return 0;
+	}
+	/* a temp file saved over a key: its content is the key's now */
+	if (!n->value)
+		return -EIO;	/* never evicted while open (refs) */
+	buf = malloc(n->size + 1);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, n->value, n->size);
+	buf[n->size] = '\0';
+	h->buf = buf;
+	h->len = n->size;
+	h->cap = n->size + 1;
+	h->base = n->mod_revision;
+	h->dirty = h->truncated = false;
+	h->written = true;
+	h->local = false;
+	return 0;
+}
+
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 {
 	struct node *n = h->node;
@@ -324,14 +366,16 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 	size_t key_len;
 	int ret;
 
-	if (h->local || h->echo)
+	if (h->echo)
 		return 0;
 	pthread_mutex_lock(&fs->lock);
 	/* an unlink or rename of the file goes first, if it came first */
-	inflight_wait(fs, n);
-	if (h->dropped) {
+	if (!h->local)
+		inflight_wait(fs, n);
+	ret = handle_follow(fs, h);
+	if (ret || h->dropped || h->local) {
 		pthread_mutex_unlock(&fs->lock);
-		return 0;
+		return ret;
 	}
 	pending = n->pending;
 	gone = n->removed && (n->pending || n->local);
@@ -411,20 +455,22 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 
 	if (h->echo)
 		goto out;
-	if (h->local) {
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_lock(&fs->lock);
+	err = -handle_follow(fs, h);
+	if (!err && h->local) {
 		struct node *n = h->node;
 
-		pthread_mutex_lock(&fs->lock);
 		if (h->append)
 			o = n->size;
 		if (o + size > n->size)
 			err = -node_local_resize(fs, n, o + size);
 		if (!err)
 			memcpy(n->value + o, buf, size);
-		pthread_mutex_unlock(&fs->lock);
-		goto out;
 	}
-	pthread_mutex_lock(&h->lock);
+	pthread_mutex_unlock(&fs->lock);
+	if (err || h->local)
+		goto out_unlock;
 	if (h->append)
 		o = h->len;
 	if (o + size > max) {
@@ -443,6 +489,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			pthread_mutex_unlock(&fs->lock);
 		}
 	}
+out_unlock:
 	pthread_mutex_unlock(&h->lock);
 out:
 	if (err)
@@ -460,15 +507,18 @@ int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
 		return -EINVAL;
 	if (h->echo)
 		return 0;
-	if (h->local) {
-		pthread_mutex_lock(&fs->lock);
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_lock(&fs->lock);
+	err = handle_follow(fs, h);
+	if (!err && h->local)
 		err = node_local_resize(fs, h->node, (size_t)size);
-		pthread_mutex_unlock(&fs->lock);
+	else if (!err && (size_t)size > value_limit(fs, h->node->key_len))
+		err = -EFBIG;
+	pthread_mutex_unlock(&fs->lock);
+	if (err || h->local) {
+		pthread_mutex_unlock(&h->lock);
 		return err;
 	}
-	if ((size_t)size > value_limit(fs, h->node->key_len))
-		return -EFBIG;
-	pthread_mutex_lock(&h->lock);
 	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
 	pthread_mutex_lock(&fs->lock);
 	if (!err && size == 0 && !h->dirty && !h->written) {

@@ -622,7 +622,20 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
 	size_t o = (size_t)off;
+	int err = 0;
 
+	pthread_mutex_lock(&h->lock);
+	if (h->writer) {
+		/* renamed between a key and a temp name since it opened */
+		pthread_mutex_lock(&fs->lock);
+		err = handle_follow(fs, h);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (err) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, -err);
+		return;
+	}
 	if (h->local) {
 		struct node *n = h->node;
 		char *copy = NULL;
@@ -636,6 +649,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				memcpy(copy, n->value + o, len);
 		}
 		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_unlock(&h->lock);
 		if (len && !copy)
 			fuse_reply_err(req, ENOMEM);
 		else
@@ -643,7 +657,6 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(copy);
 		return;
 	}
-	pthread_mutex_lock(&h->lock);
 	if (o >= h->len)
 		fuse_reply_buf(req, NULL, 0);
 	else

@@ -408,6 +408,13 @@ bool node_closed_truncation(struct node *n);
 void node_drop_writers(struct fs *fs, struct node *n);
 void node_writers_moved(struct fs *fs, struct node *n, int64_t from_rev,
 			int64_t rev);
+/*
+ * A writer follows its file's renames between a key and a temp name: the
+ * copy of a key's writer goes into the file now in memory, and a temp
+ * file's writer takes the key's value as its copy.  @h->lock and fs->lock
+ * held; 0 or a negative errno.
+ */
+int handle_follow(struct fs *fs, struct handle *h);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
 /*

@@ -265,3 +265,60 @@ for i in range(20):
 	[ -f "$MNT/new" ]
 	[ "$(stat -c %s "$MNT/new")" -eq 0 ]
 }
+
+@test "a file renamed while open for writing: its close commits under the new name" {
+	kv_put /a old
+	run probe "$MNT/a" "open rdwr" "write new data" "rename $MNT/a $MNT/b" \
+		"write2 x" close
+	echo "$output"
+	[ "$output" = "open=ok write=ok rename=ok write2=EBADF close=ok" ]
+	kv_absent /a
+	[ "$(kv_get /b)" = "new data" ]
+	[ "$(cat "$MNT/b")" = "new data" ]
+	[ ! -e "$MNT/a" ]
+
+	# a new file, renamed twice, the second time over a key
+	kv_put /d other
+	run probe "$MNT/n" "open wronly|creat|excl" "write hello" \
+		"rename $MNT/n $MNT/m" "write _world" "rename $MNT/m $MNT/d" \
+		fsync close
+	echo "$output"
+	[ "$output" = "open=ok write=ok rename=ok write=ok rename=ok fsync=ok close=ok" ]
+	kv_absent /n
+	kv_absent /m
+	[ "$(kv_get /d)" = hello_world ]
+	[ "$(cat "$MNT/d")" = hello_world ]
+
+	# written, committed by fsync, renamed, written again
+	run probe "$MNT/p" "open wronly|creat|trunc" "write one" fsync \
+		"rename $MNT/p $MNT/q" "write _two" close
+	echo "$output"
+	[ "$output" = "open=ok write=ok fsync=ok rename=ok write=ok close=ok" ]
+	kv_absent /p
+	[ "$(kv_get /q)" = one_two ]
+	late_commits
+	[ "$(kv_keys | paste -sd ' ')" = "/b /d /q" ]
+}
+
+@test "a file renamed between a key and a temp name while open for writing follows its name" {
+	# to a temp name (in memory): the writes go with it, no key moves
+	kv_put /a old
+	run probe "$MNT/a" "open rdwr" "write new" "rename $MNT/a $MNT/a~" \
+		"write _more" close
+	echo "$output"
+	[ "$output" = "open=ok write=ok rename=ok write=ok close=ok" ]
+	[ "$(cat "$MNT/a~")" = new_more ]
+	[ "$(kv_get /a)" = old ]
+	kv_absent /a~
+
+	# from a temp name over a key: what is written after goes to the key
+	kv_put /c old
+	run probe "$MNT/.c.AbC123" "open wronly|creat|excl" "write one" \
+		"rename $MNT/.c.AbC123 $MNT/c" "write _two" fstat close
+	echo "$output"
+	[ "$output" = "open=ok write=ok rename=ok write=ok fstat=7 close=ok" ]
+	[ "$(kv_get /c)" = one_two ]
+	[ "$(cat "$MNT/c")" = one_two ]
+	late_commits
+	[ "$(kv_keys | paste -sd ' ')" = "/a /c" ]
+}
