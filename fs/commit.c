@@ -191,6 +191,8 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		cur->pending = false;
 		cur->local = false;
 		fs_now(&cur->mtime);
+		/* the mirror has it: its watch event changes nothing */
+		own_change_add(fs, key, key_len, out.mod_revision);
 	}
 	if (out.mod_revision > fs->revision)
 		fs->revision = out.mod_revision;

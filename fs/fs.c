@@ -920,6 +920,7 @@ void fs_free(struct fs *fs)
 	limbo_free(fs);
 	free(fs->buckets);
 	pins_free(fs);
+	own_changes_free(fs);
 	inval_release(&fs->pending_invals);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);

@@ -234,6 +234,9 @@ struct fs {
 	 */
 	struct inflight *inflight;
 	pthread_cond_t inflight_cond;
+	/* the mount's own changes whose watch events are still to come */
+	struct own_change *own;		/* protected by lock (live.c) */
+	size_t nown;
 	struct timespec mounted;
 };
 
@@ -265,6 +268,20 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);
 void inflight_end(struct fs *fs, struct inflight *in);
 bool inflight_has(struct fs *fs, const char *key, size_t key_len);
+/*
+ * The mount's own changes, which it puts in the mirror itself: a change of
+ * @key at @rev is noted (own_change_add) when the mirror has it, before
+ * the key's inflight ends, and its watch event, whenever it comes, is
+ * then taken (own_change_take: true once) and not applied again, so that
+ * an event of a key the mount has since renamed or deleted brings back
+ * nothing.  fs->lock held.  Bounded: past OWN_CHANGES_MAX, the oldest are
+ * forgotten.
+ */
+void own_change_add(struct fs *fs, const char *key, size_t key_len,
+		    int64_t rev);
+bool own_change_take(struct fs *fs, const char *key, size_t key_len,
+		     int64_t rev);
+void own_changes_free(struct fs *fs);
 /*
  * Waits until no commit, unlink or rename of @n's key by this mount is in
  * flight, so that changes of one key reach etcd in the order they were

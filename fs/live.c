@@ -58,6 +58,86 @@ bool inflight_has(struct fs *fs, const char *key, size_t key_len)
 	return false;
 }
 
+#define OWN_CHANGES_MAX 1024
+
+struct own_change {
+	char *key;		/* owned */
+	size_t key_len;
+	int64_t rev;
+};
+
+/* Forgets the own changes that no event will come for: up to @rev. */
+static void own_changes_drop(struct fs *fs, int64_t rev)
+{
+	size_t i = 0;
+
+	while (i < fs->nown) {
+		if (fs->own[i].rev > rev) {
+			i++;
+			continue;
+		}
+		free(fs->own[i].key);
+		fs->own[i] = fs->own[--fs->nown];
+	}
+}
+
+void own_change_add(struct fs *fs, const char *key, size_t key_len,
+		    int64_t rev)
+{
+	struct own_change *c;
+	size_t i, oldest = 0;
+
+	if (rev <= 0 || fs->cfg.nowatch)
+		return;
+	if (!fs->own) {
+		fs->own = calloc(OWN_CHANGES_MAX, sizeof(*fs->own));
+		if (!fs->own)
+			return;
+	}
+	if (fs->nown == OWN_CHANGES_MAX) {
+		/* an event that never came (the watch cut off meanwhile) */
+		for (i = 1; i < fs->nown; i++)
+			if (fs->own[i].rev < fs->own[oldest].rev)
+				oldest = i;
+		free(fs->own[oldest].key);
+		fs->own[oldest] = fs->own[--fs->nown];
+	}
+	c = &fs->own[fs->nown];
+	c->key = malloc(key_len + 1);
+	if (!c->key)
+		return;
+	memcpy(c->key, key, key_len);
+	c->key[key_len] = '\0';
+	c->key_len = key_len;
+	c->rev = rev;
+	fs->nown++;
+}
+
+bool own_change_take(struct fs *fs, const char *key, size_t key_len,
+		     int64_t rev)
+{
+	size_t i;
+
+	for (i = 0; i < fs->nown; i++) {
+		struct own_change *c = &fs->own[i];
+
+		if (c->rev == rev && c->key_len == key_len &&
+		    memcmp(c->key, key, key_len) == 0) {
+			free(c->key);
+			*c = fs->own[--fs->nown];
+			return true;
+		}
+	}
+	return false;
+}
+
+void own_changes_free(struct fs *fs)
+{
+	own_changes_drop(fs, INT64_MAX);
+	free(fs->own);
+	fs->own = NULL;
+}
+
 /* How long a change of a key waits for the one before it, at most. */
 #define INFLIGHT_WAIT_MAX 60
 
@@ -278,6 +358,8 @@ static void relist(struct fs *fs)
 		}
 	}
 	free(stale);
+	/* the listing has them; their events will not come */
+	own_changes_drop(fs, l.revision);
 	if (l.revision > fs->revision)
 		fs->revision = l.revision;
 	rev = l.revision;
@@ -296,11 +378,16 @@ static void watch_event(void *arg, const struct store_event *ev)
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
-		fs_apply(fs, false, &ev->kv, 0);
+		/* the mount's own: in the mirror already (or moved on) */
+		if (!own_change_take(fs, ev->kv.key, ev->kv.key_len,
+				     ev->kv.mod_revision))
+			fs_apply(fs, false, &ev->kv, 0);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_DELETE:
-		fs_apply(fs, true, &ev->kv, ev->revision);
+		if (!own_change_take(fs, ev->kv.key, ev->kv.key_len,
+				     ev->revision))
+			fs_apply(fs, true, &ev->kv, ev->revision);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:

@@ -57,6 +57,9 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 			fs_log_store_error("cannot delete", &err);
 		return -fs_errno(ret);
 	}
+	/* the key is gone from the mirror too: its event changes nothing */
+	if (!ret)
+		own_change_add(fs, key, key_len, drev);
 	inflight_end(fs, in);
 	if (!n->removed && n->parent && !n->local) {
 		struct node *dir = n->parent;
@@ -242,12 +245,14 @@ static int copy_value(void *arg, const struct store_kv *cur,
  * then the source deleted with a compare-and-delete.  A crash in between
  * leaves both keys, with the same value; nothing is lost.  With @empty,
  * the target's value is empty (a truncation that goes with the move).
+ * *@rev: the put's revision, *@del_rev: the delete's.
  */
 static int move_in_two(struct fs *fs, const char *from, size_t from_len,
 		       const struct store_preconditions *pre_from,
 		       const char *to, size_t to_len,
 		       const struct store_preconditions *pre_to, bool empty,
-		       int64_t *rev, struct store_error *err)
+		       int64_t *rev, int64_t *del_rev,
+		       struct store_error *err)
 {
 	struct store_kv src = { 0 }, out = { 0 };
 	int ret;
@@ -268,7 +273,7 @@ static int move_in_two(struct fs *fs, const char *from, size_t from_len,
 				      copy_value, &src, &out, err);
 	if (ret == 0)
 		ret = store_delete(fs->store, from, from_len, pre_from, NULL,
-				   NULL, err);
+				   del_rev, err);
 	if (ret == 0)
 		*rev = out.mod_revision;
 	store_kv_release(&src);
@@ -434,12 +439,16 @@ static int rename_local(struct rename_op *op)
 	if (!err && from_key && (from_len != n->key_len ||
 				 memcmp(from_key, n->key, from_len) != 0)) {
 		/* the backup of another key was saved here: that key moved */
+		int64_t drev = 0;
+
 		pthread_mutex_unlock(&fs->lock);
 		ret = store_delete(fs->store, from_key, from_len, &pre_from,
-				   NULL, NULL, &serr);
+				   NULL, &drev, &serr);
 		if (ret && ret != STORE_ENOTFOUND)
 			fs_log_store_error("cannot delete", &serr);
 		pthread_mutex_lock(&fs->lock);
+		if (!ret)
+			own_change_add(fs, from_key, from_len, drev);
 	}
 	free(from_key);
 	return err;
@@ -453,7 +462,7 @@ static int rename_key(struct rename_op *op)
 	struct store_preconditions pre_from = { 0 };
 	struct store_preconditions pre_to = { .mod_revision = op->pre_to };
 	struct store_error serr = { 0 };
-	int64_t rev = 0, from_rev = n->mod_revision;
+	int64_t rev = 0, del_rev = 0, from_rev = n->mod_revision;
 	/* a truncation closed but not committed yet goes with the move */
 	bool carry = node_closed_truncation(n);
 	char *from_key = malloc(n->key_len + 1);
@@ -472,9 +481,12 @@ static int rename_key(struct rename_op *op)
 	ret = store_move(fs->store, from_key, from_len, &pre_from, op->key,
 			 op->key_len, &pre_to, carry ? "" : NULL, 0, &rev,
 			 &serr);
+	if (!ret)
+		del_rev = rev;	/* one transaction */
 	if (ret == STORE_ENOTSUP)
 		ret = move_in_two(fs, from_key, from_len, &pre_from, op->key,
-				  op->key_len, &pre_to, carry, &rev, &serr);
+				  op->key_len, &pre_to, carry, &rev, &del_rev,
+				  &serr);
 	pthread_mutex_lock(&fs->lock);
 	if (ret && ret != STORE_EPRECONDITION)
 		fs_log_store_error("cannot rename", &serr);
@@ -488,6 +500,10 @@ static int rename_key(struct rename_op *op)
 		if (rev > fs->revision)
 			fs->revision = rev;
 		node_writers_moved(fs, n, from_rev, rev);
+		/* the mirror has the move: its events change nothing */
+		own_change_add(fs, from_key, from_len, del_rev);
+		if (!n->removed)
+			own_change_add(fs, op->key, op->key_len, rev);
 		rename_place(op, false);
 	}
 	inflight_end(fs, &in_from);
