@@ -416,8 +416,17 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 		return -ENOMEM;
 	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
 			      h->pid, true, &rev, &in);
-	free(key);
 	pthread_mutex_lock(&fs->lock);
+	if (!ret && h->set_times) {
+		/* times set before the close (cp -a, tar): the key's now */
+		struct node *cur = tree_find_key(fs, key, key_len);
+
+		if (cur && cur->mod_revision == rev)
+			node_set_times(cur, h->set_times, &h->set_atime,
+				       &h->set_mtime);
+		h->set_times = 0;
+	}
+	free(key);
 	if (need_wake)
 		trunc_settled(fs, n, h);	/* the value is in the mirror */
 	if (!ret) {
@@ -488,6 +497,8 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 			pthread_mutex_lock(&fs->lock);
 			h->truncated = false;
 			handle_show(h->node, h);
+			/* a write after utimensat: its mtime is the write's */
+			h->set_times &= ~ATTR_SET_MTIME;
 			pthread_mutex_unlock(&fs->lock);
 		}
 	}

@@ -102,6 +102,7 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	}
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;
+	node_kept_attr(n, st);		/* set by utimensat, chmod (attr.c) */
 	if (fs->cfg.ro)
 		st->st_mode &= ~0222;
 }

@@ -47,6 +47,20 @@ struct node_rare {
 
 	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
 	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+
+	/*
+	 * Times set by utimensat (touch, cp -a, tar, rsync -t), in memory
+	 * only (attr.c): the mtime is the node's own; atime and ctime are
+	 * these while the node's mtime is still set_mtime, so that a new
+	 * revision (or a write) resets them all.
+	 */
+	bool times_set;
+	struct timespec set_mtime;
+	struct timespec atime;
+	struct timespec ctime;
+	/* the mode chmod gave a local file (temp files, mkdir'd dirs) */
+	bool mode_set;
+	mode_t mode;
 };
 
 struct node {
@@ -154,6 +168,14 @@ struct handle {
 	bool cached;		/* reads the kernel's pages: counted in
 				 * node->cached_readers */
 	pid_t pid;		/* the opener, whose pins apply */
+	/*
+	 * Under fs->lock: times set (utimensat) while the writer held what
+	 * etcd does not have yet, which its commit keeps (cp -a and tar set
+	 * them before close); a later write takes the mtime back.
+	 */
+	unsigned char set_times;	/* ATTR_SET_ATIME | ATTR_SET_MTIME */
+	struct timespec set_atime;
+	struct timespec set_mtime;
 };
 
 static inline struct handle *handle_of(struct fuse_file_info *fi)
@@ -448,6 +470,16 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    struct inflight *begun);
 
 /* attr.c */
+#define ATTR_SET_ATIME 1
+#define ATTR_SET_MTIME 2
+/*
+ * Sets @n's times as utimensat does (@what: ATTR_SET_*), in memory until
+ * the next revision; fs->lock held.  0 or -ENOMEM.
+ */
+int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
+		   const struct timespec *mtime);
+/* What node_fill_attr shows of the times and modes set in memory. */
+void node_kept_attr(struct node *n, struct stat *st);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		int to_set, struct fuse_file_info *fi);
 

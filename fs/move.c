@@ -305,6 +305,11 @@ static void rename_place(struct rename_op *op, bool local)
 	node_set_key_own(n, op->key, op->key_len);
 	op->key = NULL;
 	n->local = local;
+	if (!local && n->rare && n->rare->mode_set) {
+		/* a key's mode is the mount's: the kernel forgets the other */
+		n->rare->mode_set = false;
+		inval_add(op->inv, false, node_id(op->fs, n), NULL, 0);
+	}
 	tree_move(op->fs, n, op->ndir, op->newname, op->old, op->inv);
 }
 
@@ -359,6 +364,7 @@ static int rename_pending(struct rename_op *op)
 	struct fs *fs = op->fs;
 	struct node *n = op->n;
 	int64_t from_rev = n->mod_revision, rev = 0;
+	struct timespec mtime = n->mtime;
 	struct inflight in_from, in_to;
 	char *from_key;
 	int err;
@@ -388,6 +394,7 @@ static int rename_pending(struct rename_op *op)
 	if (err) {
 		n->mod_revision = from_rev;
 	} else {
+		n->mtime = mtime;	/* a rename keeps the file's times */
 		node_writers_moved(fs, n, from_rev, rev);
 		rename_place(op, false);
 	}
@@ -406,6 +413,7 @@ static int rename_local(struct rename_op *op)
 	struct store_error serr = { 0 };
 	char *data = malloc(n->size + 1), *from_key;
 	size_t len = n->size, from_len;
+	struct timespec mtime = n->mtime;
 	struct inflight in_to;
 	int err, ret;
 
@@ -428,8 +436,10 @@ static int rename_local(struct rename_op *op)
 	free(data);
 	pthread_mutex_lock(&fs->lock);
 	err = -ret;
-	if (!err)
+	if (!err) {
+		n->mtime = mtime;	/* rsync -t set it on the temp file */
 		rename_place(op, false);
+	}
 	inflight_end(fs, &in_to);
 	if (err && from_key && n->rare && !n->rare->ghost_key) {
 		/* not saved: the temp file still stands for that key */
@@ -494,7 +504,7 @@ static int rename_key(struct rename_op *op)
 		n->mod_revision = rev;
 		n->create_revision = rev;
 		n->version = 1;
-		fs_now(&n->mtime);
+		/* a rename keeps the file's times, as on a local disk */
 		if (carry)
 			node_set_value(fs, n, "", 0);
 		if (rev > fs->revision)

@@ -386,3 +386,123 @@ for i in range(20):
 	# no lock file left behind
 	[ -z "$(kv_keys | grep '\.lock$')" ]
 }
+
+# mtime, then atime, of PATH as seconds
+times_of()
+{
+	stat -c '%Y %X' "$1"
+}
+
+@test "times set by touch, cp -a, tar and rsync -t are kept until the next revision" {
+	local t1 t2 t3 now ver
+	t1=$(date -d '2001-02-03 04:05:06' +%s)
+	t2=$(date -d '2002-01-01 00:00:00' +%s)
+	t3=$(date -d '2003-03-03 03:03:03' +%s)
+	kv_put /k one
+	ver=$(kv_meta /k version)
+	touch -d @"$t1" "$MNT/k"
+	[ "$(times_of "$MNT/k")" = "$t1 $t1" ]
+	touch -a -d @"$t2" "$MNT/k"
+	[ "$(times_of "$MNT/k")" = "$t1 $t2" ]
+	touch -m -d @"$t3" "$MNT/k"
+	[ "$(times_of "$MNT/k")" = "$t3 $t2" ]
+	# etcd has nowhere to keep them: the key is as it was
+	[ "$(kv_get /k)" = one ]
+	[ "$(kv_meta /k version)" = "$ver" ]
+	now=$(date +%s)
+	touch "$MNT/k"
+	(($(stat -c %Y "$MNT/k") >= now - 1))
+	# a new revision: the time the mount saw it
+	touch -d @"$t1" "$MNT/k"
+	now=$(date +%s)
+	kv_put /k two
+	fs_wait_value "$MNT/k" two
+	(($(stat -c %Y "$MNT/k") >= now - 1))
+	(($(stat -c %X "$MNT/k") >= now - 1))
+
+	echo data >"$LOCAL/f"
+	touch -d @"$t1" "$LOCAL/f"
+	cp -a "$LOCAL/f" "$MNT/new"
+	[ "$(stat -c %Y "$MNT/new")" = "$t1" ]
+	kv_put /old value
+	cp -a "$LOCAL/f" "$MNT/old"
+	[ "$(kv_get /old)" = data ]
+	[ "$(stat -c %Y "$MNT/old")" = "$t1" ]
+
+	tar -cf "$BATS_TEST_TMPDIR/t.tar" -C "$LOCAL" f
+	mkdir "$MNT/x"
+	tar -xf "$BATS_TEST_TMPDIR/t.tar" -C "$MNT/x"
+	[ "$(kv_get /x/f)" = data ]
+	[ "$(stat -c %Y "$MNT/x/f")" = "$t1" ]
+
+	rsync -t "$LOCAL/f" "$MNT/r"
+	[ "$(kv_get /r)" = data ]
+	[ "$(stat -c %Y "$MNT/r")" = "$t1" ]
+	# a rename keeps them, as on a local disk; a write does not
+	mv "$MNT/r" "$MNT/r2"
+	[ "$(stat -c %Y "$MNT/r2")" = "$t1" ]
+	now=$(date +%s)
+	echo more >>"$MNT/r2"
+	(($(stat -c %Y "$MNT/r2") >= now - 1))
+}
+
+@test "rsync -a copies a tree into the mount and back out" {
+	local src=$LOCAL/src back=$LOCAL/back f
+	mkdir -p "$src/d/e"
+	echo a >"$src/a"
+	echo b >"$src/d/b"
+	printf 'c\nc\n' >"$src/d/e/c"
+	touch -d '2001-02-03 04:05:06' "$src/a" "$src/d/b"
+	touch -d '2002-02-03 04:05:06' "$src/d/e/c"
+
+	run rsync -a "$src/" "$MNT/dst/"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	diff -r "$src" "$MNT/dst"
+	[ "$(kv_keys | paste -sd ' ')" = "/dst/a /dst/d/b /dst/d/e/c" ]
+	for f in a d/b d/e/c; do
+		[ "$(stat -c '%Y %a' "$MNT/dst/$f")" = "$(stat -c '%Y %a' "$src/$f")" ]
+	done
+	# once more: nothing to copy
+	run rsync -ai "$src/" "$MNT/dst/"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+
+	run rsync -a "$MNT/dst/" "$back/"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	diff -r "$src" "$back"
+	for f in a d/b d/e/c; do
+		[ "$(stat -c %Y "$back/$f")" = "$(stat -c %Y "$src/$f")" ]
+	done
+	late_commits
+	[ "$(kv_keys | paste -sd ' ')" = "/dst/a /dst/d/b /dst/d/e/c" ]
+}
+
+@test "chmod of a file in memory is kept there; chmod of a key is refused" {
+	local mode
+	run probe "$MNT/.t.AbC123" "open wronly|creat|excl" "chmod 600" \
+		"write x" close
+	echo "$output"
+	[ "$output" = "open=ok chmod=ok write=ok close=ok" ]
+	[ "$(stat -c %a "$MNT/.t.AbC123")" = 600 ]
+	chmod 755 "$MNT/.t.AbC123"
+	[ "$(stat -c %a "$MNT/.t.AbC123")" = 755 ]
+	mkdir "$MNT/dir"
+	chmod 700 "$MNT/dir"
+	[ "$(stat -c %a "$MNT/dir")" = 700 ]
+	kv_absent /.t.AbC123
+
+	# saved over a key, it has the mount's mode: etcd keeps none
+	kv_put /k old
+	mode=$(stat -c %a "$MNT/k")
+	mv "$MNT/.t.AbC123" "$MNT/k"
+	[ "$(kv_get /k)" = x ]
+	[ "$(stat -c %a "$MNT/k")" = "$mode" ]
+	run chmod 600 "$MNT/k"
+	[ "$status" -ne 0 ]
+	[[ $output == *"Operation not permitted"* ]]
+	chmod "$mode" "$MNT/k"
+}
