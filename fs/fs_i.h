@@ -309,7 +309,8 @@ void own_changes_free(struct fs *fs);
  * flight, so that changes of one key reach etcd in the order they were
  * made (a close's commit, sent at release, before the unlink that
  * followed it).  fs->lock held, dropped meanwhile: true if it was, and
- * the caller looks again at what it found.  Bounded (a minute).
+ * the caller looks again at what it found (@n itself may be gone then,
+ * unless the caller holds a reference).  Bounded (a minute).
  */
 bool inflight_wait(struct fs *fs, struct node *n);
 /*

@@ -146,8 +146,12 @@ bool inflight_wait(struct fs *fs, struct node *n)
 	struct timespec until;
 	bool waited = false;
 
+	if (!n->key || !inflight_has(fs, n->key, n->key_len))
+		return false;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += INFLIGHT_WAIT_MAX;
+	/* the kernel may hold no reference to n: ours keeps it meanwhile */
+	n->refs++;
 	/* n->key is looked at again each time: a rename may change it */
 	while (n->key && inflight_has(fs, n->key, n->key_len)) {
 		waited = true;
@@ -159,6 +163,7 @@ bool inflight_wait(struct fs *fs, struct node *n)
 			break;
 		}
 	}
+	node_unref(fs, n);
 	return waited;
 }
 
