@@ -448,7 +448,9 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 /*
  * After a commit: readers' pages and sizes are the old value's; the
  * kernel drops them (open readers then read their snapshot from us).
- * Sent after the reply, never inside the request.
+ * After any flush of a writer too: its private maps (MAP_PRIVATE) fill
+ * the pages the readers share from the writer's copy; that one is sent
+ * before the flush is answered, others after the reply.
  */
 void handle_committed(struct fs *fs, fuse_ino_t ino)
 {
@@ -629,8 +631,14 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&h->lock);
 	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
 	pthread_mutex_unlock(&h->lock);
+	/*
+	 * A writer's private maps may have filled the readers' pages: they
+	 * are gone before its close returns (no lock is held here).
+	 */
+	if (h->writer)
+		handle_committed(fs, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0)
+	if (ret > 0 && !h->writer)
 		handle_committed(fs, ino);
 }
 

@@ -5,13 +5,17 @@
  * what it reads never changes under it.  Writes go to that copy, which
  * commit.c commits to etcd.
  *
- * Temp files of editors and tools (fs_is_temp_name) live in memory only:
+ * Temp files of editors and tools (fs/temp.h) live in memory only:
  * their content is the node's value, shared by every open file.
  *
- * What it cannot do: mmap writes are committed like any other, but a value
- * can never exceed the cluster's limit (EFBIG at write time).
+ * Readers read through the kernel's page cache, so they can map a file
+ * shared; writers bypass it (direct_io), since what they write is theirs
+ * until committed.
+ *
+ * What it cannot do: map a file open for writing shared (MAP_SHARED: the
+ * kernel answers ENODEV, as libfuse 3.14 cannot ask for direct_io maps),
+ * nor store a value over the cluster's limit (EFBIG at write time).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,70 +28,6 @@
 static struct fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-static bool all_alnum(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		if (!isalnum((unsigned char)s[i]))
-			return false;
-	}
-	return s[n] == '\0';
-}
-
-static bool ends_with(const char *s, size_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len >= n && memcmp(s + len - n, suffix, n) == 0;
-}
-
-/*
- * The names editors and tools give their temp, swap and backup files:
- * vim's ".NAME.swp" (and the names it tries after it), "NAME~" and its "4913" probe (and the
- * numbers it tries after it), sed -i's "sedXXXXXX", perl -i's "XXxxxxxx",
- * nano's "NAME.save", emacs' "#NAME#" and ".#NAME", rsync's ".NAME.XXXXXX".
- */
-bool fs_is_temp_name(const char *name)
-{
-	size_t len = strlen(name);
-	const char *dot;
-
-	if (len == 0)
-		return false;
-	if (name[len - 1] == '~')
-		return true;
-	/*
-	 * vim's swap files: ".NAME.swp", then .swo, .swn ... .saa, and
-	 * ".NAME.swx"/".NAME.swpx" with which it tries names out.
-	 */
-	dot = strrchr(name, '.');
-	if (name[0] == '.' && dot && dot > name && dot[1] == 's' &&
-	    islower((unsigned char)dot[2]) && islower((unsigned char)dot[3]) &&
-	    (dot[4] == '\0' || (dot[4] == 'x' && dot[5] == '\0')))
-		return true;
-	if (len >= 4 && len <= 5 && strspn(name, "0123456789") == len) {
-		long v = strtol(name, NULL, 10);
-
-		if (v >= 4913 && v % 123 == 4913 % 123)
-			return true;
-	}
-	if (len == 9 && memcmp(name, "sed", 3) == 0 && all_alnum(name + 3, 6))
-		return true;
-	if (len == 8 && memcmp(name, "XX", 2) == 0 && all_alnum(name + 2, 6))
-		return true;
-	if (ends_with(name, len, ".save"))
-		return true;
-	if (len > 2 && name[0] == '#' && name[len - 1] == '#')
-		return true;
-	if (len > 2 && name[0] == '.' && name[1] == '#')
-		return true;
-	dot = strrchr(name, '.');
-	if (name[0] == '.' && dot && dot > name + 1 && all_alnum(dot + 1, 6))
-		return true;
-	return false;
 }
 
 /* Has any local temp file of @dir a key moved away to it? fs->lock held. */
@@ -169,6 +109,12 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 		h->writer = true;
 		h->nnext = n->handles;
 		n->handles = h;
+		/*
+		 * The kernel fills the readers' pages from the writer's copy
+		 * when it maps the file privately: they are not the
+		 * revision's any more (see fs_open).
+		 */
+		n->cache_rev = 0;
 	}
 	n->refs++;
 	return h;
@@ -211,6 +157,7 @@ static void handle_free(struct fs *fs, struct handle *h)
 		struct node *dir = n->parent;
 
 		inval_add(&inv, true, node_id(fs, dir), n->name, n->name_len);
+		inval_add(&inv, false, node_id(fs, dir), NULL, 0);
 		node_drop(fs, n);
 		tree_keep(fs, dir);
 	}
@@ -297,6 +244,30 @@ int fs_load_value(struct fs *fs, struct node *n)
 	return err;
 }
 
+/*
+ * The first reader of revision @rev of @n (@ino): the kernel's pages and
+ * attributes of the inode may be another revision's, and are dropped
+ * before the open returns, so that what the reader reads and maps, and
+ * every reader after it, is this revision.  True if the pages may be
+ * used then: the revision is still @rev and no writer opened meanwhile.
+ * No lock held; @n is referenced by the reader's handle.
+ */
+static bool drop_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
+		       int64_t rev)
+{
+	int ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	bool ok;
+
+	pthread_mutex_lock(&fs->lock);
+	/* -ENOENT: the kernel has no such inode, and no pages of it */
+	ok = (ret == 0 || ret == -ENOENT) && n->mod_revision == rev &&
+	     !n->handles;
+	if (ok)
+		n->cache_rev = rev;
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -304,7 +275,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool cached, fill, refreshed;
+	bool paged, fill, refreshed;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -388,54 +359,50 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				    echo != NULL)
 		       : handle_new_from(fs, n, src, fi, fuse_req_ctx(req)->pid);
 	/*
-	 * The kernel's pages and size of this inode are good if they are of
-	 * the revision the mirror has (cache_rev).  Otherwise this reader
-	 * reads around them (direct_io), and they are dropped after the
-	 * reply, for the next readers.  A writer's data is its own until
+	 * Readers read through the kernel's pages of the inode, and so can
+	 * map it shared.  The pages are good if they are of the revision the
+	 * mirror has (cache_rev) and no writer is open (see handle_new);
+	 * else the kernel drops them first (drop_pages).  A reader of an
+	 * inode replaced meanwhile, or one that opens while the file is open
+	 * for writing, reads around them (direct_io) and cannot map the file
+	 * shared (ENODEV); nor can a writer: its data is its own until
 	 * committed, so writers never go through the pages readers share.
 	 */
 	rev = n->mod_revision;
-	cached = !wr && h && !h->local && rev > 0 && n->cache_rev == rev &&
-		 src == n && !node_writer_changed(n) &&
-		 n->cached_readers < USHRT_MAX;
-	if (cached) {
-		/* a writer's size is not shown while it reads (commit.c) */
+	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
+		fs->se && n->cached_readers < USHRT_MAX;
+	fill = paged && n->cache_rev != rev;
+	if (paged) {
+		/*
+		 * A writer's size is not shown while it reads (commit.c);
+		 * counted until it closes even if drop_pages turns it
+		 * away from the pages, which only hides a size longer.
+		 */
 		h->cached = true;
 		n->cached_readers++;
 	}
-	fill = !wr && h && !h->local && !cached && src == n;
-	if (fill)
-		n->refs++;
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
-		goto out;
+		return;
 	}
+	if (fill)
+		paged = drop_pages(fs, n, ino, rev);
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = cached;
-	fi->direct_io = !h->local && !cached;
+	fi->keep_cache = paged;
+	fi->direct_io = !h->local && !paged;
 	/* a reader has nothing to commit: spare the kernel its flushes */
 	fi->noflush = !wr && !h->local;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		handle_free(fs, h);
-out:
-	if (!fill)
-		return;
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
-	pthread_mutex_lock(&fs->lock);
-	if (n->mod_revision == rev && fs->se)
-		n->cache_rev = rev;
-	node_unref(fs, n);
-	pthread_mutex_unlock(&fs->lock);
 }
 
 /* A new file (dir, name) or EEXIST/EINVAL; fs->lock held. */
 static int new_file(struct fs *fs, struct node *dir, const char *name,
 		    struct node **out)
 {
-	bool temp = fs->cfg.temp_in_memory && fs_is_temp_name(name);
+	bool temp = fs->cfg.temp_in_memory && fs_is_temp_name(fs, name);
 	struct node *n, *g;
 	char *key;
 	size_t key_len;

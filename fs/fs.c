@@ -41,6 +41,7 @@ int fs_errno(int err)
 	case STORE_EUNREACHABLE:
 		return ENOTCONN;
 	case STORE_ETIMEOUT:
+	case STORE_EUNKNOWN:	/* a write that may have been applied */
 		return ETIMEDOUT;
 	case STORE_EUNAUTHENTICATED:
 	case STORE_EPERMISSION:
@@ -89,8 +90,9 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	st->st_blksize = 4096;
 	if (n->type == NODE_DIR) {
 		st->st_mode = S_IFDIR | (0777 & ~fs->cfg.umask);
-		st->st_nlink = 2;
-		st->st_mtim = n == fs->root ? fs->mounted : n->mtime;
+		/* "." and the entry in its parent, and each child's ".." */
+		st->st_nlink = n->removed ? 0 : 2 + n->ndirs;
+		st->st_mtim = n->mtime;
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
 		st->st_nlink = n->removed ? 0 : 1;
@@ -275,6 +277,10 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool refreshed = false;
 	int err = 0;
 
+	if (len > NAME_MAX) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	if (names_component_kind(name, len) == NAMES_INVALID) {
 		fuse_reply_err(req, ENOENT);
 		return;
@@ -605,6 +611,8 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 	char *dpath, *path, *k;
 	int ret;
 
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
 	if (kind == NAMES_INVALID || kind == NAMES_PART ||
 	    (kind == NAMES_VALUE_OF && (type == NODE_DIR || dir == fs->root)))
 		return -EINVAL;
@@ -746,6 +754,10 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	bool echo;
 	int err = 0;
 
+	if (fs_name_too_long(name)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	echo = echo_of(fs, req) != NULL;
 	if (fs->cfg.ro && !echo) {
@@ -801,13 +813,19 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
-	fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
+	if (fs_name_too_long(newname))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else
+		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
 }
 
 static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
-	fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
+	if (fs_name_too_long(name))
+		fuse_reply_err(req, ENAMETOOLONG);
+	else
+		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -857,6 +875,11 @@ struct fs *fs_new(const struct fs_config *cfg)
 		return NULL;
 	fs->cfg = *cfg;
 	fs->store = cfg->store;
+	/* the mount checked the patterns: only ENOMEM is left */
+	if (temp_names_parse(cfg->temp_names, &fs->temp)) {
+		free(fs);
+		return NULL;
+	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->echo_lock, NULL);
 	pthread_cond_init(&fs->echo_cond, NULL);
@@ -884,6 +907,7 @@ err:
 	}
 	free(fs->root);
 	free(fs->buckets);
+	temp_names_free(fs->temp);
 	free(fs);
 	return NULL;
 }
@@ -922,6 +946,7 @@ void fs_free(struct fs *fs)
 	free(fs->buckets);
 	pins_free(fs);
 	own_changes_free(fs);
+	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);

@@ -28,6 +28,8 @@ struct fs_config {
 	double entry_timeout;	/* seconds the kernel may cache a name */
 	double attr_timeout;	/* seconds the kernel may cache attributes */
 	bool temp_in_memory;	/* editors' temp/swap/backup files stay local */
+	const char *temp_names;	/* more of them: patterns (fs/temp.h), or
+				 * NULL; checked by temp_names_parse() */
 	bool chmod_ok;		/* accept chmod/chown that change something */
 	bool nowatch;		/* no watch: list on opendir, read on open */
 	bool quorum;		/* each open reads the key linearizably */

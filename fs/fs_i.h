@@ -11,13 +11,16 @@
 #define ETCDFS_FS_I_H
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "fs.h"
 #include "store.h"
+#include "temp.h"
 
 enum node_type {
 	NODE_DIR,
@@ -91,6 +94,8 @@ struct node {
 	unsigned nopen;		/* open handles (but the echo's) */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
 				 * committed (file.c) */
+	unsigned ndirs;		/* directories: subdirectories among the
+				 * children (st_nlink is 2 + ndirs) */
 
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
@@ -111,7 +116,9 @@ struct node {
 	int64_t create_revision;
 	int64_t version;
 	int64_t lease;
-	struct timespec mtime;	/* when this revision was first seen */
+	struct timespec mtime;	/* when this revision was first seen; a
+				 * directory's: when a name last came or
+				 * went in it */
 	struct node_rare *rare;	/* NULL but for a few files at a time */
 	uint64_t seen;		/* reconcile generation */
 	char name_buf[];	/* name, unless renamed since made */
@@ -260,6 +267,7 @@ struct fs {
 	struct own_change *own;		/* protected by lock (live.c) */
 	size_t nown;
 	struct timespec mounted;
+	struct temp_names *temp;	/* -o temp_names=; NULL if none */
 };
 
 /* fs.c */
@@ -375,9 +383,22 @@ void inval_release(struct inval_list *l);
 
 int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 		enum node_type type, char **key, size_t *key_len);
+/*
+ * A name no file of the mount can have: fs/names.h cuts long segments
+ * into parts, so every component is at most NAME_MAX bytes (ENAMETOOLONG).
+ */
+static inline bool fs_name_too_long(const char *name)
+{
+	return strnlen(name, NAME_MAX + 1) > NAME_MAX;
+}
+
+/* The name of a temp file (fs/temp.h): built in, or the site's. */
+static inline bool fs_is_temp_name(struct fs *fs, const char *name)
+{
+	return temp_name(fs->temp, name);
+}
 
 /* file.c */
-bool fs_is_temp_name(const char *name);
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi);

@@ -103,6 +103,10 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int64_t rev;
 	int err = 0;
 
+	if (fs_name_too_long(name)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	echo = echo_of(fs, req);
 	if (fs->cfg.ro && !echo) {
@@ -541,6 +545,10 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	if (fs_name_too_long(name) || fs_name_too_long(newname)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 again:
 	dir = dir_of(fs, parent, &err);
@@ -571,7 +579,7 @@ again:
 	if ((!n->local && inflight_wait(fs, n)) ||
 	    (old && !old->local && inflight_wait(fs, old)))
 		goto again;
-	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(newname) &&
+	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(fs, newname) &&
 		  (!old || old->local);
 	if (to_temp && !n->value && !n->local && !n->pending) {
 		/* the temp file holds the content: an evicted value too */

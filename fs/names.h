@@ -22,7 +22,8 @@
  *     names_key_to_path() never produces it.
  *
  * Any other name is not canonical ("50%", "%41", "%2e") and maps to no key:
- * the filesystem answers ENOENT on lookup and EINVAL on create.
+ * the filesystem answers ENOENT on lookup and EINVAL on create; a name
+ * longer than NAME_MAX is none of the encoder's, and ENAMETOOLONG.
  *
  * Paths here are relative to the mount root, components joined by '/',
  * with no leading or trailing '/'; the root is the empty path.

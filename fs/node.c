@@ -115,6 +115,23 @@ static void limbo_unlink(struct fs *fs, struct node *n)
 	n->in_limbo = false;
 }
 
+/*
+ * The name of @n came into @dir (@in) or went out of it: @dir's mtime and
+ * ctime change, as on a local disk, and so does its link count if @n is a
+ * directory.  The kernel learns it from whoever made the change: its own
+ * request (create, unlink, rename...), or an invalidation of @dir.
+ */
+static void dir_changed(struct node *dir, const struct node *n, bool in)
+{
+	if (n->type == NODE_DIR) {
+		if (in)
+			dir->ndirs++;
+		else
+			dir->ndirs--;
+	}
+	fs_now(&dir->mtime);
+}
+
 void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 		 const char *name, size_t len)
 {
@@ -141,6 +158,7 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 		dir->child->prev = n;
 	dir->child = n;
 	dir->nchildren++;
+	dir_changed(dir, n, true);
 	hash_insert(fs, n);
 	fs->nnodes++;
 	hash_grow(fs);
@@ -161,6 +179,7 @@ void tree_detach(struct fs *fs, struct node *n)
 		n->next->prev = n->prev;
 	n->next = n->prev = NULL;
 	dir->nchildren--;
+	dir_changed(dir, n, false);
 	n->parent = NULL;
 	fs->nnodes--;
 }
@@ -662,6 +681,8 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 {
 	struct node *dir = n->parent, *r;
 	char *key = malloc(n->key_len + 1);
+	/* the name stays, and so does the directory's mtime */
+	struct timespec dir_mtime = dir->mtime;
 
 	if (!key)
 		return NULL;
@@ -675,9 +696,11 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 		if (r)
 			node_remove(fs, r);
 		tree_attach(fs, n, dir, n->name, n->name_len);
+		dir->mtime = dir_mtime;
 		free(key);
 		return NULL;
 	}
+	dir->mtime = dir_mtime;
 	r->key = key;
 	r->key_len = n->key_len;
 	r->ino = n->ino;

@@ -5,7 +5,8 @@
  *   user.etcd.resourceVersion  its mod_revision (Kubernetes' name for it)
  *   user.etcd.createRevision   its create_revision (changes if recreated)
  *   user.etcd.version          how many times it was written since created
- *   user.etcd.lease            its lease id, 0 if none
+ *   user.etcd.lease            its lease id in hex, as etcdctl prints it;
+ *                              0 if none
  *   user.etcd.key              the key itself, relative to the mount prefix
  * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
  * revision the mount has seen), user.etcd.backend, user.etcd.watch,
@@ -255,7 +256,10 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 	else if (strcmp(name, "user.etcd.version") == 0)
 		v = n->version;
 	else if (strcmp(name, "user.etcd.lease") == 0)
-		v = n->lease;
+		/* as etcdctl prints and takes it: 16 hex digits; 0: none */
+		return n->lease ? snprintf(buf, size, "%016" PRIx64,
+					   (uint64_t)n->lease) :
+				  snprintf(buf, size, "0");
 	else if (strcmp(name, "user.etcd.key") == 0) {
 		*big = malloc(n->key_len ? n->key_len : 1);
 		if (!*big)

@@ -40,17 +40,14 @@
  * Threads: any number of threads may call in at once; a watch has a
  * thread of its own.  Lock order: only a watch's lock, taken alone.
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "etcd2_codec.h"
 #include "store_i.h"
+#include "thread.h"
 #include "transport.h"
 
 #define E2_FORM		"application/x-www-form-urlencoded"
@@ -81,13 +78,10 @@ static int e2_nomem(struct store_error *err, const char *key, size_t len)
 static int e2_refail(struct store_error *err, int rc, const char *key,
 		     size_t len, int64_t rev)
 {
-	char msg[sizeof(err->msg)];
-
+	/* store_fail reads its arguments before it writes @err */
 	if (!err)
 		return rc;
-	memcpy(msg, err->msg, sizeof(msg));
-	msg[sizeof(msg) - 1] = '\0';
-	return store_fail(err, rc, key, len, rev, "%s", msg);
+	return store_fail(err, rc, key, len, rev, "%s", err->msg);
 }
 
 static int e2_rekey(struct store_error *err, int rc, const char *key,
@@ -117,7 +111,7 @@ static int e2_call(struct store *s, const char *method, const char *key,
 		   struct store_error *err)
 {
 	struct transport_reply tr = { 0 };
-	char msg[400];
+	struct store_error ce = { 0 };
 	char *path;
 	int rc;
 
@@ -130,11 +124,10 @@ static int e2_call(struct store *s, const char *method, const char *key,
 	free(path);
 	if (rc < 0)
 		return e2_rekey(err, rc, key, key_len);
-	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, msg,
-			       sizeof(msg));
+	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
 	transport_reply_release(&tr);
 	if (rc < 0)
-		store_fail(err, rc, key, key_len, 0, "%s", msg);
+		store_fail(err, rc, key, key_len, 0, "%s", ce.msg);
 	return rc;
 }
 
@@ -321,7 +314,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	bool quorum = e2_quorum(s, flags);
 	int64_t probe, max_index = 0;
 	size_t dir_len;
-	char msg[400];
+	struct store_error ce = { 0 };
 	char *path;
 	int rc;
 
@@ -353,10 +346,9 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 		rc = etcd2_codec_list(tr.body, tr.len, key, key_len, range_end,
 				      range_end_len,
 				      flags & STORE_READ_KEYS_ONLY, out,
-				      &max_index, msg, sizeof(msg));
+				      &max_index, &ce);
 	} else {
-		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
-				       sizeof(msg));
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, &ce);
 		/* no directory there, or a key above it: no keys */
 		if (r.error_code == ETCD2_EKEY_NOT_FOUND ||
 		    r.error_code == ETCD2_ENOT_DIR) {
@@ -367,7 +359,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	}
 	transport_reply_release(&tr);
 	if (rc < 0)
-		return store_fail(err, rc, key, dir_len, 0, "%s", msg);
+		return store_fail(err, rc, key, dir_len, 0, "%s", ce.msg);
 	out->revision = probe > max_index ? probe : max_index;
 	return 0;
 }
@@ -576,10 +568,7 @@ static int e2_rmdir(struct store *s, const char *key, size_t key_len,
 struct e2_watch {
 	struct store *s;
 	struct store_watch *w;
-	pthread_t thread;
-	volatile bool stop;		/* set once, by e2_watch_stop */
-	pthread_mutex_t lock;		/* for the back-off's wait */
-	pthread_cond_t cond;
+	struct thread t;		/* its stop flag and back-off waits */
 	char *wait_key;			/* what to wait on: the key, or
 					 * the range's directory ("": /) */
 	size_t wait_key_len;
@@ -623,27 +612,9 @@ static int e2_watch_data(void *arg, const char *data, size_t len)
 	return memchr(data, '\n', len) ? 1 : 0;
 }
 
-/* Waits @ms or until the watch is stopped. */
-static void e2_watch_sleep(struct e2_watch *ew, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&ew->lock);
-	while (!ew->stop &&
-	       pthread_cond_timedwait(&ew->cond, &ew->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&ew->lock);
-}
-
 /* Reports the transient error @code and waits the back-off. */
-static void e2_watch_error(struct e2_watch *ew, int code, long *backoff)
+static void e2_watch_error(struct e2_watch *ew, int code,
+			   struct thread_backoff *backoff)
 {
 	struct store_event ev = { 0 };
 
@@ -651,19 +622,19 @@ static void e2_watch_error(struct e2_watch *ew, int code, long *backoff)
 	ev.err = code;
 	ev.revision = ew->next - 1;
 	ew->w->fn(ew->w->arg, &ev);
-	e2_watch_sleep(ew, *backoff);
-	*backoff = *backoff * 2 > E2_BACKOFF_MAX_MS ? E2_BACKOFF_MAX_MS :
-		   *backoff * 2;
+	thread_backoff_wait(&ew->t, backoff);
 }
 
 /* One long poll; false when the watch is over. */
-static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
+static bool e2_watch_poll(struct e2_watch *ew,
+			  struct thread_backoff *backoff)
 {
 	struct store_watch *w = ew->w;
 	struct store_error err = { 0 };
 	struct store_event ev;
 	struct etcd2_reply r;
-	char query[80], msg[400];
+	char query[80];
+	struct store_error ce = { 0 };
 	long status = 0;
 	char *path;
 	int rc;
@@ -678,9 +649,9 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 	ew->len = 0;
 	ew->over = false;
 	rc = transport_stream(ew->s->tr, "GET", path, NULL, NULL, 0,
-			      e2_watch_data, ew, &ew->stop, &status, &err);
+			      e2_watch_data, ew, &ew->t.stop, &status, &err);
 	free(path);
-	if (ew->stop)
+	if (thread_stopping(&ew->t))
 		return false;
 	if (rc < 0 || ew->over || ew->len == 0) {
 		/* lost, or ended without an event: etcd stopping, say */
@@ -688,7 +659,7 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 			       STORE_EUNREACHABLE, backoff);
 		return true;
 	}
-	rc = etcd2_codec_reply(status, ew->buf, ew->len, &r, msg, sizeof(msg));
+	rc = etcd2_codec_reply(status, ew->buf, ew->len, &r, &ce);
 	if (rc == STORE_ECOMPACTED) {
 		memset(&ev, 0, sizeof(ev));
 		ev.type = STORE_EV_ERROR;
@@ -701,8 +672,7 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 	}
 	if (rc == 0)
 		rc = etcd2_codec_event(&r, w->key, w->key_len, w->range_end,
-				       w->range_end_len, &ev, msg,
-				       sizeof(msg));
+				       w->range_end_len, &ev, &ce);
 	if (rc == 0 && ev.revision < ew->next)
 		rc = STORE_EBADREPLY;	/* from before what was asked */
 	if (rc < 0) {
@@ -713,7 +683,7 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 		e2_watch_error(ew, rc, backoff);
 		return true;
 	}
-	*backoff = E2_BACKOFF_MIN_MS;
+	thread_backoff_reset(backoff);
 	ew->next = ev.revision + 1;
 	w->fn(w->arg, &ev);
 	etcd2_reply_release(&r);
@@ -724,17 +694,16 @@ static bool e2_watch_poll(struct e2_watch *ew, long *backoff)
 static void *e2_watch_main(void *arg)
 {
 	struct e2_watch *ew = arg;
-	long backoff = E2_BACKOFF_MIN_MS;
+	struct thread_backoff backoff;
 
-	while (!ew->stop && e2_watch_poll(ew, &backoff))
+	thread_backoff_init(&backoff, E2_BACKOFF_MIN_MS, E2_BACKOFF_MAX_MS);
+	while (!thread_stopping(&ew->t) && e2_watch_poll(ew, &backoff))
 		;
 	return NULL;
 }
 
 static void e2_watch_free(struct e2_watch *ew)
 {
-	pthread_cond_destroy(&ew->cond);
-	pthread_mutex_destroy(&ew->lock);
 	free(ew->wait_key);
 	free(ew->buf);
 	free(ew);
@@ -743,8 +712,6 @@ static void e2_watch_free(struct e2_watch *ew)
 static int e2_watch(struct store *s, struct store_watch *w,
 		    struct store_error *err)
 {
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	struct e2_watch *ew;
 	const char *why;
 	size_t len;
@@ -758,22 +725,6 @@ static int e2_watch(struct store *s, struct store_watch *w,
 		return e2_nomem(err, w->key, w->key_len);
 	ew->s = s;
 	ew->w = w;
-	if (pthread_condattr_init(&ca) != 0) {
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	rc = pthread_cond_init(&ew->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (rc != 0) {
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
-	if (pthread_mutex_init(&ew->lock, NULL) != 0) {
-		pthread_cond_destroy(&ew->cond);
-		free(ew);
-		return e2_nomem(err, w->key, w->key_len);
-	}
 	if (w->range_end) {
 		len = etcd2_codec_range_dir(w->key, w->key_len, w->range_end,
 					    w->range_end_len);
@@ -799,11 +750,7 @@ static int e2_watch(struct store *s, struct store_watch *w,
 		ew->next++;
 	}
 	w->be = ew;
-	/* the thread must not take the signals FUSE and main() handle */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&ew->thread, NULL, e2_watch_main, ew);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = thread_start(&ew->t, e2_watch_main, ew);
 	if (rc != 0) {
 		w->be = NULL;
 		rc = store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
@@ -824,11 +771,7 @@ static void e2_watch_stop(struct store_watch *w)
 
 	if (!ew)
 		return;
-	pthread_mutex_lock(&ew->lock);
-	ew->stop = true;
-	pthread_cond_broadcast(&ew->cond);
-	pthread_mutex_unlock(&ew->lock);
-	pthread_join(ew->thread, NULL);
+	thread_stop(&ew->t);
 	e2_watch_free(ew);
 	w->be = NULL;
 }
@@ -840,7 +783,7 @@ static int e2_members(struct store *s, struct store_member **members,
 {
 	struct transport_reply tr = { 0 };
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
 	*members = NULL;
@@ -850,16 +793,14 @@ static int e2_members(struct store *s, struct store_member **members,
 	if (rc < 0)
 		return rc;
 	if (tr.status >= 200 && tr.status < 300) {
-		rc = etcd2_codec_members(tr.body, tr.len, members, n, msg,
-					 sizeof(msg));
+		rc = etcd2_codec_members(tr.body, tr.len, members, n, &ce);
 	} else {
-		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, msg,
-				       sizeof(msg));
+		rc = etcd2_codec_reply(tr.status, tr.body, tr.len, &r, &ce);
 		etcd2_reply_release(&r);
 	}
 	transport_reply_release(&tr);
 	if (rc < 0)
-		return store_fail(err, rc, NULL, 0, 0, "%s", msg);
+		return store_fail(err, rc, NULL, 0, 0, "%s", ce.msg);
 	return 0;
 }
 

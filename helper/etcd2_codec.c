@@ -27,30 +27,9 @@
 /* How much of a bad reply a message quotes. */
 #define E2C_QUOTE	48
 
-/*
- * A message is one line: jansson's error text quotes the bytes it stopped
- * at, and etcd's message and cause may hold any character.
- */
-static void e2c_one_line(char *msg)
-{
-	for (; *msg; msg++)
-		if ((unsigned char)*msg < 0x20 || *msg == 0x7f)
-			*msg = ' ';
-}
-
-__attribute__((format(printf, 3, 4)))
-static int e2c_bad(char *msg, size_t size, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (size) {
-		va_start(ap, fmt);
-		vsnprintf(msg, size, fmt, ap);
-		va_end(ap);
-		e2c_one_line(msg);
-	}
-	return STORE_EBADREPLY;
-}
+/* A malformed reply: the one fail helper, store_fail, for a bad reply. */
+#define e2c_bad(err, ...) \
+	store_fail(err, STORE_EBADREPLY, NULL, 0, 0, __VA_ARGS__)
 
 /* Writes the start of @body into @buf, printable, for a message. */
 static const char *e2c_quote(const char *body, size_t len, char *buf,
@@ -75,26 +54,13 @@ static const char *e2c_quote(const char *body, size_t len, char *buf,
 }
 
 static int e2c_not_json(const char *body, size_t len, const json_error_t *je,
-			char *msg, size_t size)
+			struct store_error *err)
 {
 	char q[E2C_QUOTE + 4];
 
-	return e2c_bad(msg, size, "malformed reply: not JSON (%s at byte %zu): "
+	return e2c_bad(err, "malformed reply: not JSON (%s at byte %zu): "
 		       "'%s'", je->text, (size_t)je->position,
 		       e2c_quote(body, len, q, sizeof(q)));
-}
-
-/* A malloc()ed copy of @len bytes, NUL-terminated past them. */
-static char *e2c_memdup(const char *p, size_t len)
-{
-	char *d = malloc(len + 1);
-
-	if (!d)
-		return NULL;
-	if (len)
-		memcpy(d, p, len);
-	d[len] = '\0';
-	return d;
 }
 
 void etcd2_reply_release(struct etcd2_reply *r)
@@ -148,72 +114,71 @@ struct e2c_raw {
 	int64_t mod, create;
 };
 
-static int e2c_check_node(json_t *o, struct e2c_raw *n, char *msg,
-			  size_t size)
+static int e2c_check_node(json_t *o, struct e2c_raw *n, struct store_error *err)
 {
 	json_t *dir;
 	bool had_mod, had_create;
 
 	memset(n, 0, sizeof(*n));
 	if (!json_is_object(o))
-		return e2c_bad(msg, size, "malformed reply: a node is not an "
+		return e2c_bad(err, "malformed reply: a node is not an "
 			       "object");
 	n->key = json_object_get(o, "key");
 	if (n->key && !json_is_string(n->key))
-		return e2c_bad(msg, size, "malformed reply: a node's key is "
+		return e2c_bad(err, "malformed reply: a node's key is "
 			       "not a string");
 	dir = json_object_get(o, "dir");
 	if (dir && !json_is_boolean(dir))
-		return e2c_bad(msg, size, "malformed reply: a node's \"dir\" "
+		return e2c_bad(err, "malformed reply: a node's \"dir\" "
 			       "is not a boolean");
 	n->dir = json_is_true(dir);
 	n->value = json_object_get(o, "value");
 	if (n->value && !json_is_string(n->value))
-		return e2c_bad(msg, size, "malformed reply: a node's value is "
+		return e2c_bad(err, "malformed reply: a node's value is "
 			       "not a string");
 	n->nodes = json_object_get(o, "nodes");
 	if (n->nodes && !json_is_array(n->nodes))
-		return e2c_bad(msg, size, "malformed reply: a node's \"nodes\" "
+		return e2c_bad(err, "malformed reply: a node's \"nodes\" "
 			       "is not an array");
 	n->mod = e2c_index(o, "modifiedIndex", &had_mod);
 	n->create = e2c_index(o, "createdIndex", &had_create);
 	if (n->mod < 0 || n->create < 0)
-		return e2c_bad(msg, size, "malformed reply: a node's index is "
+		return e2c_bad(err, "malformed reply: a node's index is "
 			       "not a positive integer");
 	if (!n->key && !n->dir)
-		return e2c_bad(msg, size, "malformed reply: a node without a "
+		return e2c_bad(err, "malformed reply: a node without a "
 			       "key");
 	if (n->key && (!had_mod || !had_create))
-		return e2c_bad(msg, size, "malformed reply: node '%s' without "
+		return e2c_bad(err, "malformed reply: node '%s' without "
 			       "its index", json_string_value(n->key));
 	return 0;
 }
 
 /* Fills @n from the node object @o; the root gets the key "/". */
-static int e2c_node(json_t *o, struct etcd2_node *n, char *msg, size_t size)
+static int e2c_node(json_t *o, struct etcd2_node *n, struct store_error *err)
 {
 	struct e2c_raw raw;
 	int rc;
 
-	rc = e2c_check_node(o, &raw, msg, size);
+	rc = e2c_check_node(o, &raw, err);
 	if (rc < 0)
 		return rc;
 	n->present = true;
 	n->dir = raw.dir;
 	if (raw.key)
-		n->kv.key = e2c_memdup(json_string_value(raw.key),
+		n->kv.key = store_memdup(json_string_value(raw.key),
 				       json_string_length(raw.key));
 	else
-		n->kv.key = e2c_memdup("/", 1);
+		n->kv.key = store_memdup("/", 1);
 	if (!n->kv.key)
 		return STORE_EINTERNAL;
 	n->kv.key_len = raw.key ? json_string_length(raw.key) : 1;
 	if (raw.value && !raw.dir) {
-		n->kv.value = e2c_memdup(json_string_value(raw.value),
+		n->kv.value = store_memdup(json_string_value(raw.value),
 					 json_string_length(raw.value));
 		n->kv.value_len = json_string_length(raw.value);
 	} else {
-		n->kv.value = e2c_memdup("", 0);
+		n->kv.value = store_memdup("", 0);
 	}
 	if (!n->kv.value)
 		return STORE_EINTERNAL;
@@ -234,11 +199,10 @@ static void e2c_copy_string(json_t *o, const char *name, char *buf,
 
 /*
  * Fills @r's error fields from the error reply @root (status not 2xx) and
- * returns the store error, with @msg saying etcd's words.
+ * returns the store error, with @err saying etcd's words.
  */
 static int e2c_error(long status, json_t *root, const char *body,
-		     size_t len, struct etcd2_reply *r, char *msg,
-		     size_t size)
+		     size_t len, struct etcd2_reply *r, struct store_error *err)
 {
 	json_t *code, *index;
 	char q[E2C_QUOTE + 4];
@@ -258,32 +222,30 @@ static int e2c_error(long status, json_t *root, const char *body,
 		if (r->message[0] >= 'A' && r->message[0] <= 'Z')
 			r->message[0] = (char)(r->message[0] - 'A' + 'a');
 		rc = etcd2_codec_errcode(r->error_code, status, r->cause);
-		if (size && r->cause[0])
-			snprintf(msg, size, "%s: %s (etcd error %d)",
-				 r->message[0] ? r->message : "error",
-				 r->cause, r->error_code);
-		else if (size)
-			snprintf(msg, size, "%s (etcd error %d)",
-				 r->message[0] ? r->message : "error",
-				 r->error_code);
-		return rc;
+		if (r->cause[0])
+			return store_fail(err, rc, NULL, 0, 0,
+					  "%s: %s (etcd error %d)",
+					  r->message[0] ? r->message : "error",
+					  r->cause, r->error_code);
+		return store_fail(err, rc, NULL, 0, 0, "%s (etcd error %d)",
+				  r->message[0] ? r->message : "error",
+				  r->error_code);
 	}
 	rc = etcd2_codec_errcode(0, status, NULL);
-	if (!size)
-		return rc;
 	if (json_is_string(json_object_get(root, "message")))
-		snprintf(msg, size, "%s (http %ld)",
-			 json_string_value(json_object_get(root, "message")),
-			 status);
-	else if (rc == STORE_ENOTSUP)
-		snprintf(msg, size, "the server has no v2 keys API (http %ld: "
-			 "'%s'); etcd 3.4 serves it only when started with "
-			 "--enable-v2=true", status,
-			 e2c_quote(body ? body : "", len, q, sizeof(q)));
-	else
-		snprintf(msg, size, "http %ld: '%s'", status,
-			 e2c_quote(body ? body : "", len, q, sizeof(q)));
-	return rc;
+		return store_fail(err, rc, NULL, 0, 0, "%s (http %ld)",
+				  json_string_value(json_object_get(root,
+								    "message")),
+				  status);
+	if (rc == STORE_ENOTSUP)
+		return store_fail(err, rc, NULL, 0, 0,
+				  "the server has no v2 keys API (http %ld: "
+				  "'%s'); etcd 3.4 serves it only when started "
+				  "with --enable-v2=true", status,
+				  e2c_quote(body ? body : "", len, q,
+					    sizeof(q)));
+	return store_fail(err, rc, NULL, 0, 0, "http %ld: '%s'", status,
+			  e2c_quote(body ? body : "", len, q, sizeof(q)));
 }
 
 int etcd2_codec_errcode(int code, long status, const char *cause)
@@ -306,10 +268,16 @@ int etcd2_codec_errcode(int code, long status, const char *cause)
 		return STORE_EEXISTS;
 	case ETCD2_EUNAUTHORIZED:
 		return STORE_EUNAUTHENTICATED;
+	/*
+	 * Raft errors come after the request reached the server, maybe
+	 * after it was proposed: a write's outcome is unknown (the store
+	 * finds out; a read that meets it is unreachable).
+	 */
 	case ETCD2_ERAFT_INTERNAL:
 		return cause && strstr(cause, "timed out") ? STORE_ETIMEOUT :
-			STORE_EUNREACHABLE;
+			STORE_EUNKNOWN;
 	case ETCD2_ELEADER_ELECT:
+		return STORE_EUNKNOWN;
 	case ETCD2_EWATCHER_CLEARED:
 		return STORE_EUNREACHABLE;
 	case ETCD2_EINDEX_CLEARED:
@@ -340,14 +308,15 @@ int etcd2_codec_errcode(int code, long status, const char *cause)
 	case 429:
 		return STORE_EUNREACHABLE;
 	default:
+		/* a proxy's 5xx: the request may have reached etcd */
 		if (status >= 500 && status < 600)
-			return STORE_EUNREACHABLE;
+			return STORE_EUNKNOWN;
 		return STORE_EBADREPLY;
 	}
 }
 
 int etcd2_codec_reply(long status, const char *body, size_t len,
-		      struct etcd2_reply *r, char *msg, size_t msg_size)
+		      struct etcd2_reply *r, struct store_error *err)
 {
 	json_t *root, *action, *node, *prev;
 	json_error_t je;
@@ -355,26 +324,22 @@ int etcd2_codec_reply(long status, const char *body, size_t len,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (msg_size)
-		msg[0] = '\0';
 	root = json_loadb(body ? body : "", len, E2C_JSON_FLAGS, &je);
 	if (status < 200 || status >= 300) {
 		rc = e2c_error(status, json_is_object(root) ? root : NULL,
-			       body, len, r, msg, msg_size);
+			       body, len, r, err);
 		json_decref(root);
-		if (msg_size)
-			e2c_one_line(msg);
 		return rc;
 	}
 	if (!root)
-		return e2c_not_json(body ? body : "", len, &je, msg, msg_size);
+		return e2c_not_json(body ? body : "", len, &je, err);
 	if (!json_is_object(root)) {
-		rc = e2c_bad(msg, msg_size, "malformed reply: not an object");
+		rc = e2c_bad(err, "malformed reply: not an object");
 		goto out;
 	}
 	action = json_object_get(root, "action");
 	if (!json_is_string(action)) {
-		rc = e2c_bad(msg, msg_size, "malformed reply: no action");
+		rc = e2c_bad(err, "malformed reply: no action");
 		goto out;
 	}
 	for (i = 0; i < sizeof(e2c_actions) / sizeof(e2c_actions[0]); i++)
@@ -384,7 +349,7 @@ int etcd2_codec_reply(long status, const char *body, size_t len,
 	    strlen(json_string_value(action)) != json_string_length(action)) {
 		char q[E2C_QUOTE + 4];
 
-		rc = e2c_bad(msg, msg_size, "malformed reply: unknown action "
+		rc = e2c_bad(err, "malformed reply: unknown action "
 			     "'%s'", e2c_quote(json_string_value(action),
 					       json_string_length(action), q,
 					       sizeof(q)));
@@ -392,19 +357,19 @@ int etcd2_codec_reply(long status, const char *body, size_t len,
 	}
 	node = json_object_get(root, "node");
 	if (!node) {
-		rc = e2c_bad(msg, msg_size, "malformed reply: no node");
+		rc = e2c_bad(err, "malformed reply: no node");
 		goto out;
 	}
-	rc = e2c_node(node, &r->node, msg, msg_size);
+	rc = e2c_node(node, &r->node, err);
 	if (rc < 0)
 		goto out;
 	prev = json_object_get(root, "prevNode");
 	if (prev)
-		rc = e2c_node(prev, &r->prev, msg, msg_size);
+		rc = e2c_node(prev, &r->prev, err);
 out:
 	json_decref(root);
-	if (rc == STORE_EINTERNAL && msg_size)
-		snprintf(msg, msg_size, "out of memory");
+	if (rc == STORE_EINTERNAL)
+		store_enomem(err, NULL, 0);
 	if (rc < 0)
 		etcd2_reply_release(r);	/* nothing half-read */
 	return rc;
@@ -477,8 +442,7 @@ struct e2c_walk {
 	bool keys_only;
 	struct store_list *out;
 	int64_t max_index;
-	char *msg;
-	size_t msg_size;
+	struct store_error *err;
 };
 
 static int e2c_walk(struct e2c_walk *w, json_t *o, bool top)
@@ -489,11 +453,11 @@ static int e2c_walk(struct e2c_walk *w, json_t *o, bool top)
 	size_t i, klen;
 	int rc;
 
-	rc = e2c_check_node(o, &n, w->msg, w->msg_size);
+	rc = e2c_check_node(o, &n, w->err);
 	if (rc < 0)
 		return rc;
 	if (!n.key && !top)
-		return e2c_bad(w->msg, w->msg_size, "malformed reply: a node "
+		return e2c_bad(w->err, "malformed reply: a node "
 			       "without a key below the top");
 	if (n.mod > w->max_index)
 		w->max_index = n.mod;
@@ -506,21 +470,21 @@ static int e2c_walk(struct e2c_walk *w, json_t *o, bool top)
 		return 0;
 	}
 	if (n.nodes)
-		return e2c_bad(w->msg, w->msg_size, "malformed reply: key '%s' "
+		return e2c_bad(w->err, "malformed reply: key '%s' "
 			       "has nodes but is no directory",
 			       json_string_value(n.key));
 	k = json_string_value(n.key);
 	klen = json_string_length(n.key);
 	if (!e2c_in_range(k, klen, w->lo, w->lo_len, w->hi, w->hi_len))
 		return 0;
-	kv.key = e2c_memdup(k, klen);
+	kv.key = store_memdup(k, klen);
 	kv.key_len = klen;
 	if (n.value && !w->keys_only) {
-		kv.value = e2c_memdup(json_string_value(n.value),
+		kv.value = store_memdup(json_string_value(n.value),
 				      json_string_length(n.value));
 		kv.value_len = json_string_length(n.value);
 	} else {
-		kv.value = e2c_memdup("", 0);
+		kv.value = store_memdup("", 0);
 	}
 	kv.mod_revision = n.mod;
 	kv.create_revision = n.create;
@@ -541,12 +505,11 @@ static int e2c_kv_cmp(const void *a, const void *b)
 int etcd2_codec_list(const char *body, size_t len, const char *lo,
 		     size_t lo_len, const char *hi, size_t hi_len,
 		     bool keys_only, struct store_list *out,
-		     int64_t *max_index, char *msg, size_t msg_size)
+		     int64_t *max_index, struct store_error *err)
 {
 	struct e2c_walk w = {
 		.lo = lo, .lo_len = lo_len, .hi = hi, .hi_len = hi_len,
-		.keys_only = keys_only, .out = out, .msg = msg,
-		.msg_size = msg_size,
+		.keys_only = keys_only, .out = out, .err = err,
 	};
 	json_t *root, *action, *node;
 	json_error_t je;
@@ -554,16 +517,14 @@ int etcd2_codec_list(const char *body, size_t len, const char *lo,
 	int rc;
 
 	*max_index = 0;
-	if (msg_size)
-		msg[0] = '\0';
 	root = json_loadb(body ? body : "", len, E2C_JSON_FLAGS, &je);
 	if (!root)
-		return e2c_not_json(body ? body : "", len, &je, msg, msg_size);
+		return e2c_not_json(body ? body : "", len, &je, err);
 	action = json_object_get(root, "action");
 	node = json_object_get(root, "node");
 	if (!json_is_object(root) || !json_is_string(action) ||
 	    strcmp(json_string_value(action), "get") != 0 || !node) {
-		rc = e2c_bad(msg, msg_size, "malformed reply: not the answer "
+		rc = e2c_bad(err, "malformed reply: not the answer "
 			     "to a get");
 		goto out;
 	}
@@ -573,8 +534,8 @@ int etcd2_codec_list(const char *body, size_t len, const char *lo,
 		for (i = before; i < out->n; i++)
 			store_kv_release(&out->kvs[i]);
 		out->n = before;
-		if (rc == STORE_EINTERNAL && msg_size)
-			snprintf(msg, msg_size, "out of memory");
+		if (rc == STORE_EINTERNAL)
+			store_enomem(err, NULL, 0);
 		goto out;
 	}
 	if (out->n - before > 1)
@@ -625,14 +586,14 @@ size_t etcd2_codec_range_dir(const char *lo, size_t lo_len, const char *hi,
 int etcd2_codec_event(const struct etcd2_reply *r, const char *key,
 		      size_t key_len, const char *range_end,
 		      size_t range_end_len, struct store_event *ev,
-		      char *msg, size_t msg_size)
+		      struct store_error *err)
 {
 	const struct store_kv *n = &r->node.kv;
 	bool del, in;
 
 	memset(ev, 0, sizeof(*ev));
 	if (!r->node.present || !n->key || n->mod_revision <= 0)
-		return e2c_bad(msg, msg_size, "malformed watch event: no node "
+		return e2c_bad(err, "malformed watch event: no node "
 			       "or no index");
 	switch (r->action) {
 	case ETCD2_SET:
@@ -647,7 +608,7 @@ int etcd2_codec_event(const struct etcd2_reply *r, const char *key,
 		del = true;
 		break;
 	default:
-		return e2c_bad(msg, msg_size, "malformed watch event: it is "
+		return e2c_bad(err, "malformed watch event: it is "
 			       "no change");
 	}
 	if (!range_end)
@@ -705,8 +666,8 @@ int64_t etcd2_codec_history_start(const char *cause, int64_t fallback)
 
 /* --- members --- */
 
-static int e2c_member(json_t *o, struct store_member *m, char *msg,
-		      size_t size)
+static int e2c_member(json_t *o, struct store_member *m,
+		      struct store_error *err)
 {
 	json_t *id, *name, *urls, *u;
 	const char *s;
@@ -714,28 +675,28 @@ static int e2c_member(json_t *o, struct store_member *m, char *msg,
 	size_t i, n;
 
 	if (!json_is_object(o))
-		return e2c_bad(msg, size, "malformed members reply: a member "
+		return e2c_bad(err, "malformed members reply: a member "
 			       "is not an object");
 	id = json_object_get(o, "id");
 	name = json_object_get(o, "name");
 	urls = json_object_get(o, "clientURLs");
 	if (!json_is_string(id) || (name && !json_is_string(name)) ||
 	    (urls && !json_is_null(urls) && !json_is_array(urls)))
-		return e2c_bad(msg, size, "malformed members reply: a member's "
+		return e2c_bad(err, "malformed members reply: a member's "
 			       "id, name or client URLs of the wrong type");
 	s = json_string_value(id);
 	n = json_string_length(id);
 	if (n == 0 || n > 16 || strspn(s, "0123456789abcdefABCDEF") != n)
-		return e2c_bad(msg, size, "malformed members reply: bad member "
+		return e2c_bad(err, "malformed members reply: bad member "
 			       "id '%.32s'", s);
 	errno = 0;
 	m->id = (uint64_t)strtoull(s, &end, 16);
 	if (errno || *end)
-		return e2c_bad(msg, size, "malformed members reply: bad member "
+		return e2c_bad(err, "malformed members reply: bad member "
 			       "id '%.32s'", s);
 	if (name && strlen(json_string_value(name)) !=
 	    json_string_length(name))
-		return e2c_bad(msg, size, "malformed members reply: a NUL in "
+		return e2c_bad(err, "malformed members reply: a NUL in "
 			       "a member's name");
 	m->name = strdup(name ? json_string_value(name) : "");
 	if (!m->name)
@@ -750,7 +711,7 @@ static int e2c_member(json_t *o, struct store_member *m, char *msg,
 		u = json_array_get(urls, i);
 		if (!json_is_string(u) ||
 		    strlen(json_string_value(u)) != json_string_length(u))
-			return e2c_bad(msg, size, "malformed members reply: a "
+			return e2c_bad(err, "malformed members reply: a "
 				       "client URL is not a string");
 		m->client_urls[i] = strdup(json_string_value(u));
 		if (!m->client_urls[i])
@@ -761,8 +722,7 @@ static int e2c_member(json_t *o, struct store_member *m, char *msg,
 }
 
 int etcd2_codec_members(const char *body, size_t len,
-			struct store_member **members, size_t *n, char *msg,
-			size_t msg_size)
+			struct store_member **members, size_t *n, struct store_error *err)
 {
 	struct store_member *m = NULL;
 	json_t *root, *arr;
@@ -772,15 +732,13 @@ int etcd2_codec_members(const char *body, size_t len,
 
 	*members = NULL;
 	*n = 0;
-	if (msg_size)
-		msg[0] = '\0';
 	root = json_loadb(body ? body : "", len, E2C_JSON_FLAGS, &je);
 	if (!root)
-		return e2c_not_json(body ? body : "", len, &je, msg, msg_size);
+		return e2c_not_json(body ? body : "", len, &je, err);
 	arr = json_object_get(root, "members");
 	if (!json_is_object(root) || !json_is_array(arr) ||
 	    json_array_size(arr) == 0) {
-		rc = e2c_bad(msg, msg_size, "malformed members reply: no "
+		rc = e2c_bad(err, "malformed members reply: no "
 			     "members");
 		goto out;
 	}
@@ -791,13 +749,13 @@ int etcd2_codec_members(const char *body, size_t len,
 		goto out;
 	}
 	for (i = 0; i < count; i++) {
-		rc = e2c_member(json_array_get(arr, i), &m[i], msg, msg_size);
+		rc = e2c_member(json_array_get(arr, i), &m[i], err);
 		if (rc < 0)
 			break;
 	}
 	if (rc < 0) {
-		if (rc == STORE_EINTERNAL && msg_size)
-			snprintf(msg, msg_size, "out of memory");
+		if (rc == STORE_EINTERNAL)
+			store_enomem(err, NULL, 0);
 		/* calloc()ed: the members not reached free as empty */
 		store_members_free(m, count);
 		m = NULL;

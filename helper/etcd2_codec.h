@@ -90,12 +90,12 @@ void etcd2_reply_release(struct etcd2_reply *r);
  * A 2xx status must come with a node reply (action, node): 0, with @r
  * filled.  Any other status is an error: the negative enum store_err
  * etcd2_codec_errcode() gives, @r's error fields filled if the body was an
- * etcd error, and @msg the cause, one line.  A reply that is neither (not
+ * etcd error, and @err the cause, one line.  A reply that is neither (not
  * JSON, wrong types, a 2xx without a node) is EBADREPLY.  @r is released
  * by the caller in every case.
  */
 int etcd2_codec_reply(long status, const char *body, size_t len,
-		      struct etcd2_reply *r, char *msg, size_t msg_size);
+		      struct etcd2_reply *r, struct store_error *err);
 
 /*
  * The enum store_err for v2 error @code (0: the body was not an etcd
@@ -110,12 +110,12 @@ int etcd2_codec_errcode(int code, long status, const char *cause);
  * holds, that part sorted bytewise.  @hi of one NUL byte means no upper
  * bound, as an etcd range_end.  With @keys_only the values are "".
  * *@max_index is the largest modifiedIndex of any node of the reply (0 if
- * none).  0, EBADREPLY (with @msg) or EINTERNAL.
+ * none).  0, EBADREPLY (with @err) or EINTERNAL.
  */
 int etcd2_codec_list(const char *body, size_t len, const char *lo,
 		     size_t lo_len, const char *hi, size_t hi_len,
 		     bool keys_only, struct store_list *out,
-		     int64_t *max_index, char *msg, size_t msg_size);
+		     int64_t *max_index, struct store_error *err);
 
 /*
  * Turns the parsed 2xx watch reply @r into @ev for a watch of @key (one
@@ -128,13 +128,13 @@ int etcd2_codec_list(const char *body, size_t len, const char *lo,
  *   ERROR           ECOMPACTED: a directory over watched keys was removed
  *                   (v2 sends one event for the directory, none for its
  *                   keys), so the keys must be listed again.
- * Returns 0, or EBADREPLY (with @msg) for an event without a key or index
+ * Returns 0, or EBADREPLY (with @err) for an event without a key or index
  * or with an action that is not a change.
  */
 int etcd2_codec_event(const struct etcd2_reply *r, const char *key,
 		      size_t key_len, const char *range_end,
 		      size_t range_end_len, struct store_event *ev,
-		      char *msg, size_t msg_size);
+		      struct store_error *err);
 
 /*
  * The oldest index v2 still has, from the cause of an "event index
@@ -145,8 +145,7 @@ int64_t etcd2_codec_history_start(const char *cause, int64_t fallback);
 
 /* Parses the reply of GET /v2/members; 0, EBADREPLY or EINTERNAL. */
 int etcd2_codec_members(const char *body, size_t len,
-			struct store_member **members, size_t *n, char *msg,
-			size_t msg_size);
+			struct store_member **members, size_t *n, struct store_error *err);
 
 /*
  * True if @key is a key v2 keeps as given: a clean path of UTF-8 (see the

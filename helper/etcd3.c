@@ -14,20 +14,17 @@
  * lease alive (granted leases expire after their TTL); tell which endpoint
  * a watch is connected to.
  *
- * Locks: each watch has its own lock, which guards only its stop flag and
- * the condition its back-off waits on; it is never held while calling the
- * watch's callback or the transport.
+ * Locks: each watch's thread (helper/thread.c) has its own lock, which
+ * guards only its stop flag and the condition its back-off waits on; it is
+ * never held while calling the watch's callback or the transport.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "etcd3_codec.h"
 #include "store_i.h"
+#include "thread.h"
 #include "transport.h"
 
 #define ETCD3_JSON		"application/json"
@@ -112,17 +109,6 @@ static bool etcd3_same_key(const struct store_kv *kv, const char *key,
 	return kv->key_len == key_len && !memcmp(kv->key, key, key_len);
 }
 
-/* Moves @src into @dst (either may be NULL: then @src is freed). */
-static void etcd3_kv_move(struct store_kv *dst, struct store_kv *src)
-{
-	if (dst) {
-		*dst = *src;
-		memset(src, 0, sizeof(*src));
-	} else {
-		store_kv_release(src);
-	}
-}
-
 /* ---- the backend ---- */
 
 static int etcd3_init(struct store *s, struct store_error *err)
@@ -205,7 +191,7 @@ static int etcd3_get(struct store *s, const char *key, size_t key_len,
 				"/v3/kv/range: the server answered another "
 				"key");
 	else
-		etcd3_kv_move(out, &res.kvs[0]);
+		store_kv_move(out, &res.kvs[0]);
 	etcd3_result_release(&res);
 	return rc;
 }
@@ -304,9 +290,8 @@ static int etcd3_cas(struct store *s, const char *key, size_t key_len,
 	if (cur)
 		memset(cur, 0, sizeof(*cur));
 	if (value_len > store_max_value_size(s))
-		return store_fail(err, STORE_ETOOLARGE, key, key_len, 0,
-				  "value of %zu bytes is larger than %zu bytes",
-				  value_len, store_max_value_size(s));
+		return store_fail_too_large(err, key, key_len, value_len,
+					    store_max_value_size(s));
 	/* an absent key has no lease to keep, and etcd fails such a put */
 	if (lease == -1 && expect == 0)
 		lease = 0;
@@ -335,7 +320,7 @@ static int etcd3_cas(struct store *s, const char *key, size_t key_len,
 	}
 	if (r->n) {
 		now = r->kvs[0].mod_revision;
-		etcd3_kv_move(cur, &r->kvs[0]);
+		store_kv_move(cur, &r->kvs[0]);
 	}
 	if (expect == 0)
 		rc = store_fail(err, STORE_EPRECONDITION, key, key_len, now,
@@ -385,7 +370,7 @@ static int etcd3_del(struct store *s, const char *key, size_t key_len,
 			goto out;
 		}
 		if (r->n)
-			etcd3_kv_move(prev, &r->kvs[0]);
+			store_kv_move(prev, &r->kvs[0]);
 		if (rev)
 			*rev = txn.revision;
 		goto out;
@@ -400,7 +385,7 @@ static int etcd3_del(struct store *s, const char *key, size_t key_len,
 			"the key is at revision %lld, created at %lld",
 			(long long)r->kvs[0].mod_revision,
 			(long long)r->kvs[0].create_revision);
-	etcd3_kv_move(prev, &r->kvs[0]);
+	store_kv_move(prev, &r->kvs[0]);
 out:
 	etcd3_txn_release(&txn);
 	return rc;
@@ -473,11 +458,9 @@ static int etcd3_move(struct store *s, const char *from, size_t from_len,
 				return rc;
 			}
 			if (src.value_len > store_max_value_size(s)) {
-				rc = store_fail(err, STORE_ETOOLARGE, to,
-						to_len, 0, "value of %zu bytes "
-						"is larger than %zu bytes",
-						src.value_len,
-						store_max_value_size(s));
+				rc = store_fail_too_large(err, to, to_len,
+							  src.value_len,
+							  store_max_value_size(s));
 				store_kv_release(&src);
 				return rc;
 			}
@@ -486,10 +469,8 @@ static int etcd3_move(struct store *s, const char *from, size_t from_len,
 				implicit = true;
 			}
 		} else if (value_len > store_max_value_size(s)) {
-			return store_fail(err, STORE_ETOOLARGE, to, to_len, 0,
-					  "value of %zu bytes is larger than "
-					  "%zu bytes", value_len,
-					  store_max_value_size(s));
+			return store_fail_too_large(err, to, to_len, value_len,
+						    store_max_value_size(s));
 		}
 		rc = etcd3_txn_call(s, etcd3_req_move(from, from_len, from_mod,
 						      from_create, to, to_len,
@@ -602,10 +583,7 @@ static int etcd3_members(struct store *s, struct store_member **members,
 
 struct etcd3_watch {
 	struct store_watch *w;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* signalled when stop is set */
-	volatile bool stop;		/* written under lock */
+	struct thread t;
 	/* the rest belongs to the watch thread */
 	struct etcd3_framer fr;
 	int64_t last_rev;		/* seen: where a new stream resumes */
@@ -617,7 +595,7 @@ struct etcd3_watch {
 
 static bool etcd3_watch_stopping(struct etcd3_watch *ew)
 {
-	return __atomic_load_n(&ew->stop, __ATOMIC_SEQ_CST);
+	return thread_stopping(&ew->t);
 }
 
 static void etcd3_watch_error(struct etcd3_watch *ew, int code,
@@ -761,31 +739,15 @@ static int etcd3_watch_cause(struct etcd3_watch *ew, int rc, long status)
 	return rc < 0 ? rc : STORE_EUNREACHABLE;
 }
 
-/* Waits @ms or until the watch is stopped. */
-static void etcd3_watch_sleep(struct etcd3_watch *ew, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&ew->lock);
-	while (!ew->stop &&
-	       pthread_cond_timedwait(&ew->cond, &ew->lock, &ts) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&ew->lock);
-}
-
 static void *etcd3_watch_main(void *arg)
 {
 	struct etcd3_watch *ew = arg;
 	struct store_watch *w = ew->w;
 	struct store *s = w->s;
-	long backoff = ETCD3_BACKOFF_MIN_MS;
+	struct thread_backoff backoff;
+
+	thread_backoff_init(&backoff, ETCD3_BACKOFF_MIN_MS,
+			    ETCD3_BACKOFF_MAX_MS);
 
 	while (!etcd3_watch_stopping(ew)) {
 		struct store_error e = { 0 };
@@ -805,7 +767,7 @@ static void *etcd3_watch_main(void *arg)
 		if (body) {
 			rc = transport_stream(s->tr, "POST", "/v3/watch",
 					      ETCD3_JSON, body, len,
-					      etcd3_watch_data, ew, &ew->stop,
+					      etcd3_watch_data, ew, &ew->t.stop,
 					      &status, &e);
 			free(body);
 			if (etcd3_watch_stopping(ew))
@@ -824,10 +786,8 @@ static void *etcd3_watch_main(void *arg)
 		}
 		etcd3_watch_error(ew, rc, 0);
 		if (ew->created)
-			backoff = ETCD3_BACKOFF_MIN_MS;
-		etcd3_watch_sleep(ew, backoff);
-		backoff = backoff * 2 > ETCD3_BACKOFF_MAX_MS ?
-			  ETCD3_BACKOFF_MAX_MS : backoff * 2;
+			thread_backoff_reset(&backoff);
+		thread_backoff_wait(&ew->t, &backoff);
 	}
 	return NULL;
 }
@@ -835,8 +795,6 @@ static void *etcd3_watch_main(void *arg)
 static void etcd3_watch_free(struct etcd3_watch *ew)
 {
 	etcd3_framer_release(&ew->fr);
-	pthread_cond_destroy(&ew->cond);
-	pthread_mutex_destroy(&ew->lock);
 	free(ew);
 }
 
@@ -844,8 +802,6 @@ static int etcd3_watch(struct store *s, struct store_watch *w,
 		       struct store_error *err)
 {
 	struct etcd3_watch *ew;
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	int64_t start = w->start_rev;
 	int rc;
 
@@ -868,17 +824,7 @@ static int etcd3_watch(struct store *s, struct store_watch *w,
 	ew->last_rev = start - 1;
 	ew->last_event_rev = start - 1;
 	etcd3_framer_init(&ew->fr, s->cfg.max_reply_size);
-	pthread_mutex_init(&ew->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ew->cond, &ca);
-	pthread_condattr_destroy(&ca);
-
-	/* the thread must not take the signals FUSE and main() handle */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&ew->thread, NULL, etcd3_watch_main, ew);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = thread_start(&ew->t, etcd3_watch_main, ew);
 	if (rc) {
 		etcd3_watch_free(ew);
 		return store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
@@ -895,11 +841,7 @@ static void etcd3_watch_stop(struct store_watch *w)
 
 	if (!ew)
 		return;
-	pthread_mutex_lock(&ew->lock);
-	__atomic_store_n(&ew->stop, true, __ATOMIC_SEQ_CST);
-	pthread_cond_broadcast(&ew->cond);
-	pthread_mutex_unlock(&ew->lock);
-	pthread_join(ew->thread, NULL);
+	thread_stop(&ew->t);
 	etcd3_watch_free(ew);
 	w->be = NULL;
 }

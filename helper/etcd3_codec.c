@@ -28,24 +28,9 @@
 
 /* ---- errors ---- */
 
-__attribute__((format(printf, 3, 4)))
-static int codec_fail(struct store_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return code;
-	memset(err, 0, sizeof(*err));
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 #define bad(err, ...) \
-	codec_fail(err, STORE_EBADREPLY, "malformed reply: " __VA_ARGS__)
-#define nomem(err) codec_fail(err, STORE_EINTERNAL, "out of memory")
+	store_fail(err, STORE_EBADREPLY, NULL, 0, 0, "malformed reply: " __VA_ARGS__)
+#define nomem(err) store_enomem(err, NULL, 0)
 
 /*
  * Copies up to @max bytes of @s into @dst as printable ASCII (other bytes
@@ -667,22 +652,6 @@ static int get_b64(json_t *obj, const char *where, const char *name,
 	return 0;
 }
 
-static void kv_release(struct store_kv *kv)
-{
-	free(kv->key);
-	free(kv->value);
-	memset(kv, 0, sizeof(*kv));
-}
-
-static void kvs_free(struct store_kv *kvs, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		kv_release(&kvs[i]);
-	free(kvs);
-}
-
 /* Parses a mvccpb.KeyValue; @where names it with a trailing '.'. */
 static int parse_kv(json_t *o, const char *where, struct store_kv *kv,
 		    struct store_error *err)
@@ -711,7 +680,7 @@ static int parse_kv(json_t *o, const char *where, struct store_kv *kv,
 	if (!rc)
 		rc = get_int64(o, where, "lease", false, 0, &kv->lease, err);
 	if (rc)
-		kv_release(kv);
+		store_kv_release(kv);
 	return rc;
 }
 
@@ -741,7 +710,7 @@ static int parse_kvs(json_t *obj, const char *where, const char *name,
 		snprintf(w, sizeof(w), "%s%s[%zu].", where, name, i);
 		rc = parse_kv(json_array_get(a, i), w, &kvs[i], err);
 		if (rc) {
-			kvs_free(kvs, i);
+			store_kvs_free(kvs, i);
 			return rc;
 		}
 	}
@@ -770,7 +739,7 @@ static int parse_header(json_t *obj, const char *where, bool header_required,
 
 void etcd3_result_release(struct etcd3_result *r)
 {
-	kvs_free(r->kvs, r->n);
+	store_kvs_free(r->kvs, r->n);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -975,7 +944,7 @@ int etcd3_parse_lease_grant(const char *body, size_t len, int64_t *id,
 		char m[256];
 
 		printable(m, sizeof(m), e, elen, 200);
-		rc = codec_fail(err, STORE_EINTERNAL, "lease grant failed: %s",
+		rc = store_fail(err, STORE_EINTERNAL, NULL, 0, 0, "lease grant failed: %s",
 				m);
 	}
 	if (!rc)
@@ -988,21 +957,6 @@ int etcd3_parse_lease_grant(const char *body, size_t len, int64_t *id,
 	}
 	json_decref(root);
 	return rc;
-}
-
-void etcd3_members_free(struct store_member *members, size_t n)
-{
-	size_t i, k;
-
-	if (!members)
-		return;
-	for (i = 0; i < n; i++) {
-		free(members[i].name);
-		for (k = 0; k < members[i].n_client_urls; k++)
-			free(members[i].client_urls[k]);
-		free(members[i].client_urls);
-	}
-	free(members);
 }
 
 /* A copy of a JSON string, NUL-free (a member name or URL is text). */
@@ -1100,7 +1054,7 @@ int etcd3_parse_members(const char *body, size_t len,
 	*n = count;
 out:
 	if (rc)
-		etcd3_members_free(m, count);
+		store_members_free(m, count);
 	json_decref(root);
 	return rc;
 }
@@ -1121,7 +1075,9 @@ int etcd3_map_error(int code, const char *m)
 		return STORE_EINVAL;
 	if (has(m, "request is too large") || has(m, "larger than max"))
 		return STORE_ETOOLARGE;
-	if (has(m, "too many requests"))
+	/* refused before it was proposed, or dropped by raft before it
+	 * was appended (a leader being elected or moved): nothing done */
+	if (has(m, "too many requests") || has(m, "raft proposal dropped"))
 		return STORE_EUNREACHABLE;
 	if (has(m, "user name is empty") || has(m, "authentication failed") ||
 	    has(m, "invalid auth token"))
@@ -1135,9 +1091,15 @@ int etcd3_map_error(int code, const char *m)
 	if (has(m, "key not found") || has(m, "lease not found"))
 		return STORE_ENOTFOUND;
 	switch (code) {
-	case 1:		/* Canceled: the server went away mid-request */
-	case 14:	/* Unavailable: no leader, shutting down */
-		return STORE_EUNREACHABLE;
+	/*
+	 * Canceled (the server went away mid-request), Unavailable ("leader
+	 * changed", "no leader", "server stopped"): the request may have
+	 * been proposed already, so a write's outcome is unknown (the store
+	 * finds out; a read that meets it is unreachable).
+	 */
+	case 1:
+	case 14:
+		return STORE_EUNKNOWN;
 	case 4:		/* DeadlineExceeded */
 		return STORE_ETIMEOUT;
 	case 5:		/* NotFound */
@@ -1193,9 +1155,9 @@ static int status_error(long status)
 		return STORE_EPERMISSION;
 	case 413:
 		return STORE_ETOOLARGE;
-	case 502:
+	case 502:	/* the gateway lost etcd: maybe mid-request */
 	case 503:
-		return STORE_EUNREACHABLE;
+		return STORE_EUNKNOWN;
 	case 504:
 		return STORE_ETIMEOUT;
 	default:
@@ -1251,9 +1213,9 @@ int etcd3_parse_error(long status, const char *body, size_t len,
 		printable(snip, sizeof(snip), body ? body : "", len, 40);
 		rc = status_error(status);
 		if (rc)
-			return codec_fail(err, rc, "http %ld: '%s'", status,
-					  snip);
-		return codec_fail(err, STORE_EBADREPLY,
+			return store_fail(err, rc, NULL, 0, 0,
+					  "http %ld: '%s'", status, snip);
+		return store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
 				  "malformed error reply (http %ld): '%s'",
 				  status, snip);
 	}
@@ -1261,7 +1223,7 @@ int etcd3_parse_error(long status, const char *body, size_t len,
 	rc = etcd3_map_error(code, msg);
 	if (rc == STORE_EINTERNAL && code < 0 && status_error(status))
 		rc = status_error(status);
-	codec_fail(err, rc, "%s (http %ld, code %d)",
+	store_fail(err, rc, NULL, 0, 0, "%s (http %ld, code %d)",
 		   msg[0] ? msg : "no message", status, code);
 	return rc;
 }
@@ -1363,8 +1325,8 @@ void etcd3_watch_msg_release(struct etcd3_watch_msg *m)
 	size_t i;
 
 	for (i = 0; i < m->n; i++) {
-		kv_release(&m->events[i].kv);
-		kv_release(&m->events[i].prev_kv);
+		store_kv_release(&m->events[i].kv);
+		store_kv_release(&m->events[i].prev_kv);
 	}
 	free(m->events);
 	memset(m, 0, sizeof(*m));
@@ -1406,7 +1368,7 @@ static int parse_event(json_t *o, size_t i, struct etcd3_watch_event *ev,
 	if (rc)
 		return rc;
 	if (ev->kv.mod_revision <= 0) {
-		kv_release(&ev->kv);
+		store_kv_release(&ev->kv);
 		return bad(err, "'result.events[%zu].kv.mod_revision' is "
 			   "missing", i);
 	}
@@ -1415,7 +1377,7 @@ static int parse_event(json_t *o, size_t i, struct etcd3_watch_event *ev,
 		snprintf(w, sizeof(w), "result.events[%zu].prev_kv.", i);
 		rc = parse_kv(prev, w, &ev->prev_kv, err);
 		if (rc) {
-			kv_release(&ev->kv);
+			store_kv_release(&ev->kv);
 			return rc;
 		}
 	}

@@ -26,7 +26,7 @@
 
 #include <jansson.h>
 
-#include "store.h"
+#include "store.h"	/* the watch event types */
 
 /* ---- base64 (RFC 4648 standard alphabet, with padding) ---- */
 
@@ -160,11 +160,10 @@ int etcd3_parse_txn(const char *body, size_t len, struct etcd3_txn *out,
 int etcd3_parse_lease_grant(const char *body, size_t len, int64_t *id,
 			    int64_t *ttl, struct store_error *err);
 
-/* Members; free them with etcd3_members_free() (as store_members_free()). */
+/* Members; free them with store_members_free() (helper/kv.h). */
 int etcd3_parse_members(const char *body, size_t len,
 			struct store_member **members, size_t *n,
 			struct store_error *err);
-void etcd3_members_free(struct store_member *members, size_t n);
 
 /*
  * Maps an error reply (HTTP @status, body {"error","message","code"}) to an

@@ -7,12 +7,23 @@
  * and keys outside it are never returned.  Keys and values are byte strings
  * with explicit lengths; a key may hold any byte, NUL included.
  *
- * Every call returns 0 or a negative enum store_err.  When a struct
- * store_error is passed it is filled on error only, with the key (printable),
- * the revision that matters and a one-line cause.
+ * Every call returns 0 or a negative enum store_err (helper/errors.h).
+ * When a struct store_error is passed it is filled on error only, with the
+ * key (printable), the revision that matters and a one-line cause.  The
+ * values (struct store_kv, store_list, store_member) are in helper/kv.h.
  *
  * A store may be used from many threads at once.  Each thread gets a
  * connection of its own, kept alive between requests.
+ *
+ * Writes (store_create, store_delete, store_guaranteed_update,
+ * store_move) whose request went out and whose answer was lost are
+ * settled: the key is read again, and the write is sent once more if
+ * nothing was applied, reported done if etcd holds it, and else fails
+ * with STORE_EUNKNOWN ("may have been applied"); those four never return
+ * STORE_ETIMEOUT.  Writes of one key by one store go one at a time.
+ * store_mkdir, store_rmdir and store_lease_grant are not settled: a lost
+ * answer is STORE_EUNKNOWN or STORE_ETIMEOUT.  STORE_EUNREACHABLE from
+ * any call means nothing was done.
  *
  * What it cannot do: multi-key transactions other than rename
  * (store_move), and leases other than granting one for a put.
@@ -24,71 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum store_err {
-	STORE_OK = 0,
-	STORE_ENOTFOUND = -1,		/* the key does not exist */
-	STORE_EEXISTS = -2,		/* create of a key that exists */
-	STORE_ECONFLICT = -3,		/* guaranteed_update ran out of retries */
-	STORE_EPRECONDITION = -4,	/* a caller's precondition does not hold */
-	STORE_ECOMPACTED = -5,		/* the revision asked for is compacted */
-	STORE_EUNREACHABLE = -6,	/* no endpoint could be connected to */
-	STORE_ETIMEOUT = -7,		/* a request ran past its timeout */
-	STORE_EUNAUTHENTICATED = -8,	/* no, wrong or expired credentials */
-	STORE_EPERMISSION = -9,		/* authenticated, but not allowed */
-	STORE_ETOOLARGE = -10,		/* the request is over the server's limit */
-	STORE_EBADREPLY = -11,		/* the server answered something unparsable */
-	STORE_EINTERNAL = -12,		/* out of memory, or a bug */
-	STORE_EINVAL = -13,		/* a bad argument or configuration */
-	STORE_ENOTSUP = -14,		/* the backend cannot do this */
-};
-
-#define STORE_ERR_COUNT 15
-
-/* Returns a static, lower-case description of @err ("key not found"). */
-const char *store_strerror(int err);
-
-/* Returns the short name of @err ("not found", "exists", ...). */
-const char *store_errname(int err);
-
-struct store_error {
-	int code;		/* the enum store_err returned */
-	int64_t revision;	/* the current mod_revision on a failed
-				 * precondition, the compact revision on
-				 * ECOMPACTED, else 0 */
-	char key[256];		/* the key, printable, escaped, maybe cut */
-	char msg[512];		/* the cause, one line, lower case */
-};
-
-/*
- * One key.  key and value are owned by the struct and are NUL-terminated
- * past their length, so text values can be used as C strings.  A revision
- * of 0 means "not known" (a DELETE event carries only mod_revision).
- */
-struct store_kv {
-	char *key;
-	size_t key_len;
-	char *value;
-	size_t value_len;
-	int64_t create_revision;
-	int64_t mod_revision;
-	int64_t version;
-	int64_t lease;
-};
-
-/* Frees what @kv owns and zeroes it; @kv may be zeroed already. */
-void store_kv_release(struct store_kv *kv);
-
-/* Deep copy; returns 0 or STORE_EINTERNAL. */
-int store_kv_copy(struct store_kv *dst, const struct store_kv *src);
-
-struct store_list {
-	struct store_kv *kvs;	/* sorted by key, bytewise */
-	size_t n;
-	size_t cap;
-	int64_t revision;	/* the one revision all pages were read at */
-};
-
-void store_list_release(struct store_list *l);
+#include "errors.h"
+#include "kv.h"
 
 /*
  * Preconditions on the current state of a key.  A field of 0 is not
@@ -120,6 +68,7 @@ struct store_config {
 	const char *cacert;	/* PEM file; NULL: the system's */
 	const char *cert;	/* client certificate, PEM */
 	const char *key;	/* its private key, PEM */
+	bool insecure_skip_tls_verify;	/* accept any server certificate */
 	const char *user;	/* NULL: no auth */
 	const char *password;
 	long connect_timeout_ms;	/* 0: 2000 */
@@ -312,17 +261,9 @@ int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
 /* Stops @w, waits for its thread (no callback runs after) and frees it. */
 void store_watch_stop(struct store_watch *w);
 
-struct store_member {
-	uint64_t id;
-	char *name;
-	char **client_urls;
-	size_t n_client_urls;
-};
-
 /* Lists the cluster's members into *@members (free with the function below). */
 int store_members(struct store *s, struct store_member **members, size_t *n,
 		  struct store_error *err);
-void store_members_free(struct store_member *members, size_t n);
 
 /*
  * Asks the cluster for its members and makes their client URLs (each an

@@ -1,14 +1,20 @@
 /*
  * store_i.h - what a storage backend provides, behind helper/store.h
  *
- * store.c holds the backend-neutral logic (argument checks, the prefix,
- * preconditions, the guaranteed-update retry loop) and calls a backend
- * through struct store_backend.  Keys given to a backend are full keys:
+ * The backend-neutral logic calls a backend through struct store_backend:
+ * store.c (the API, the configuration, the prefix, reads, watches),
+ * store_update.c (writes: the guaranteed-update loop, preconditions, and
+ * what to do when a write's answer was lost), store_list.c (paging) and
+ * store_members.c (the endpoint refresh).  The second half of this file is
+ * theirs; backends use only the first.  Keys given to a backend are full keys:
  * the store prefix is already prepended; keys a backend returns are full
  * keys too, and store.c strips the prefix.
  */
 #ifndef ETCDFS_STORE_I_H
 #define ETCDFS_STORE_I_H
+
+#include <pthread.h>
+#include <stddef.h>
 
 #include "store.h"
 #include "transport.h"
@@ -113,11 +119,6 @@ struct store_watch {
 extern const struct store_backend store_etcd3_backend;
 extern const struct store_backend store_etcd2_backend;
 
-/* Fills @err (if not NULL) and returns @code. */
-int store_fail(struct store_error *err, int code, const char *key,
-	       size_t key_len, int64_t rev, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-
 /*
  * The end of the range of keys starting with @prefix: @prefix with its last
  * byte below 0xff incremented and what follows dropped; for an empty prefix
@@ -126,7 +127,71 @@ int store_fail(struct store_error *err, int code, const char *key,
  */
 char *store_range_end(const char *prefix, size_t prefix_len, size_t *len);
 
-/* Appends a copy of @kv to @l, stealing its buffers; 0 or EINTERNAL. */
-int store_list_push_own(struct store_list *l, struct store_kv *kv);
+/* ---- the store's own, for store*.c ---- */
+
+#define STORE_WRITE_STRIPES 64
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/*
+ * What the store keeps beside the struct store above: the watches, so
+ * that store_free can stop those its caller left running, the endpoint
+ * refresh's state, and the write stripes.
+ */
+struct store_priv {
+	struct store s;
+	pthread_mutex_t watch_lock;
+	struct store_watch_node *watches;	/* protected by watch_lock */
+	char **endpoints;			/* owned, parsed from cfg */
+	size_t n_endpoints;
+	size_t strings_len;		/* of s.strings, wiped on free */
+	bool be_ready;			/* be_ops->init succeeded */
+
+	/* The endpoint refresh; see the top of this file. */
+	pthread_mutex_t refresh_lock;	/* held by the thread refreshing */
+	int64_t refresh_next_ms;	/* atomic; 0: at the first call */
+	int64_t refresh_last_ms;	/* protected by refresh_lock */
+	uint64_t refresh_seen;		/* atomic; the transport's unreachable
+					 * count after the last refresh */
+
+	/* The writes of one key, one at a time: see store_update.c. */
+	pthread_mutex_t write_locks[STORE_WRITE_STRIPES];
+	int64_t write_revs[STORE_WRITE_STRIPES];	/* by write_locks */
+};
+
+static inline struct store_priv *store_priv(struct store *s)
+{
+	return container_of(s, struct store_priv, s);
+}
+
+
+/* The store prefix followed by @key, malloc()ed and NUL-terminated. */
+char *store_full_key(struct store *s, const char *key, size_t key_len,
+		     size_t *len);
+
+/*
+ * Strips the prefix from @kv's key in place; false (and @kv untouched) if
+ * the key does not start with it.  A kv without a key passes.
+ */
+bool store_strip(struct store *s, struct store_kv *kv);
+
+/*
+ * Reads the full key @full into @cur (prefix stripped); *@exists false and
+ * 0 if it is absent.
+ */
+int store_read(struct store *s, const char *full, size_t full_len,
+	       unsigned flags, struct store_kv *cur, bool *exists,
+	       struct store_error *err);
+
+/*
+ * What a read reports of a request whose answer was lost: for a read
+ * that is no more than "unreachable" (@err keeps its message).
+ */
+int store_read_rc(int rc, struct store_error *err);
+
+/* Refreshes the endpoints if due (store_members.c). */
+void store_refresh_maybe(struct store *s);
+int64_t store_now_ms(void);
 
 #endif /* ETCDFS_STORE_I_H */

@@ -6,8 +6,9 @@
  * its connection.  Requests go to the current endpoint; when it cannot be
  * connected to, the next endpoints are tried in turn and the first that
  * answers becomes current for everyone.  Only a request that could not be
- * sent is tried elsewhere: a timeout after sending is reported as ETIMEOUT,
- * since the server may have applied it.
+ * sent is tried elsewhere: a timeout after sending is reported as ETIMEOUT
+ * and a connection lost after sending as EUNKNOWN, since the server may
+ * have applied the request.
  *
  * Every request is bounded by connect_timeout_ms and request_timeout_ms;
  * a reply larger than max_reply_size is cut off and reported as EBADREPLY.
@@ -25,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "errors.h"
 
 enum transport_auth {
 	TRANSPORT_AUTH_NONE,
@@ -39,6 +40,7 @@ struct transport_config {
 	const char *cacert;
 	const char *cert;
 	const char *key;
+	bool insecure_skip_tls_verify;	/* accept any server certificate */
 	enum transport_auth auth;
 	const char *user;
 	const char *password;
@@ -63,9 +65,11 @@ void transport_free(struct transport *t);
 /*
  * Sends @method @path (e.g. "POST", "/v3/kv/range") with @body of
  * @content_type (NULL: no body) and fills @reply with whatever HTTP status
- * came back.  Returns 0, EUNREACHABLE, ETIMEOUT, EUNAUTHENTICATED (the
- * token could not be had), EBADREPLY (cut off, over the size cap) or
- * EINTERNAL.  Interpreting the status and body is the caller's job.
+ * came back.  Returns 0, EUNREACHABLE (nothing was sent), EUNKNOWN (sent,
+ * and the connection was lost before the answer), ETIMEOUT (sent, no
+ * answer in time), EUNAUTHENTICATED (the token could not be had),
+ * EBADREPLY (cut off, over the size cap) or EINTERNAL.  Interpreting the
+ * status and body is the caller's job.
  */
 int transport_request(struct transport *t, const char *method,
 		      const char *path, const char *content_type,

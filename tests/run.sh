@@ -6,21 +6,40 @@
 #
 # 1. tests/lib/deps.sh: the Debian packages (installed as root if missing)
 #    and /dev/fuse.
-# 2. build/: warnings as errors; every suite (unit, integration, fs).
-# 3. build-asan/: -Db_sanitize=address,undefined; unit, integration, fs.
-# 4. build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite, briefly
+# 2. main, build/: warnings as errors; every suite (unit, integration, fs,
+#    bench), $RUN_JOBS tests at a time.
+# 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3
+#    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER);
+#    unit (with each fuzz target's replay of its seeds), integration and
+#    the filesystem tests of the suite sanitize: a subset that reaches
+#    every line of fs/ and mount/ the whole fs suite reaches
+#    (tests/meson.build's fs_sanitize).
+# 4. fuzz, build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite, briefly
 #    ($FUZZ_SECONDS per target, default 20).
+# 5. etcd35 (only when named in RUN_PASSES): the suite v3 (the v3
+#    integration and fs tests) again, in build/, with ETCDFS_ETCD_VERSION=3.5:
+#    tests/lib/etcd.sh's etcd and etcdctl 3.5.  It fails, rather than run
+#    on 3.4, if etcd.sh does not give it a 3.5.
+#
+# Tests run in parallel, as meson schedules them: each starts its own etcd
+# on free ports and its own mount in its own temporary dir; the timing-
+# sensitive ones (tests/meson.build: is_parallel false: load.bats, the
+# 3-member clusters) run alone, first.  Every pass prints its build and
+# test times, every test's time and its ten longest cases (bats --timing).
 #
 # Every test case of every pass is counted from the tests' TAP output in
-# meson-logs/testlog.json (a test that is not TAP counts as one case, by
-# its result).  A skipped case counts as failed, and so does a build that
-# fails (one case), a test that crashed or timed out after its last TAP
-# line, or a missing tool.  The last line is always "N passed, M failed";
-# the exit status is 0 only if M is 0.
+# the pass's meson test log (tests/lib/testlog.py; a test that is not TAP
+# counts as one case, by its result).  A skipped case counts as failed,
+# and so does a build that fails (one case), a test that crashed or timed
+# out after its last TAP line, or a missing tool.  The last line is always
+# "N passed, M failed"; the exit status is 0 only if M is 0.
 #
 # Environment: ETCDFS_BUILD_DIR (default "build") names the build dirs
 # (NAME, NAME-asan, NAME-fuzz); RUN_PASSES (default "main asan fuzz")
-# picks passes; MESON_TEST_ARGS is added to every meson test.  It cannot
+# picks passes; RUN_JOBS (default 4 on 2 cores: most of a filesystem
+# test's time is waiting) is meson test's --num-processes; ASAN_FS_TESTS
+# replaces the sanitizer pass's fs subset by the tests it names ("all":
+# every fs test); MESON_TEST_ARGS is added to every meson test.  It cannot
 # run the benchmarks; they are not part of the suite.
 
 set -u
@@ -32,12 +51,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || {
 }
 base=${ETCDFS_BUILD_DIR:-build}
 passes=${RUN_PASSES:-main asan fuzz}
+jobs=${RUN_JOBS:-$(($(nproc 2>/dev/null || echo 2) * 2))}
 export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+
+# The sanitizer pass: unit, integration and the suite sanitize, or the fs
+# tests ASAN_FS_TESTS names instead of that suite.
+asan_suites="unit integration sanitize"
+asan_names=
+if [[ -n ${ASAN_FS_TESTS:-} ]]; then
+	asan_suites="unit integration"
+	asan_names=$ASAN_FS_TESTS
+fi
 
 passed=0
 failed=0
 summary=()
-test_args=()
+times=()
 t_start=$SECONDS
 
 say()
@@ -52,66 +81,35 @@ fail_case()
 	say "FAIL: $*"
 }
 
-# count_log PASS BUILDDIR: adds the cases in BUILDDIR's testlog.json to the
-# totals and lists the failed ones.
+# count_log PASS LOG: adds the cases in the meson test log LOG to the
+# totals, lists the failed ones, prints every test's time (longest first)
+# and the ten longest cases (tests/lib/testlog.py count).
 count_log()
 {
-	local pass=$1 dir=$2 out p f
+	local pass=$1 log=$2 out p f line
 
-	if [[ ! -s $dir/meson-logs/testlog.json ]]; then
-		fail_case "$pass: no test log in '$dir'"
+	if [[ ! -s $log ]]; then
+		fail_case "$pass: no test log '$log'"
 		return
 	fi
-	out=$(python3 - "$dir/meson-logs/testlog.json" "$pass" <<'EOF'
-import json, re, sys
-
-path, pass_name = sys.argv[1], sys.argv[2]
-passed = failed = 0
-bad = []
-case_re = re.compile(r'^(not )?ok\b(.*)$')
-skip_re = re.compile(r'#\s*skip', re.I)
-with open(path, encoding='utf-8', errors='replace') as f:
-    for line in f:
-        line = line.strip()
-        if not line:
-            continue
-        t = json.loads(line)
-        name = t.get('name', '?')
-        result = t.get('result', 'ERROR')
-        text = t.get('stdout') or ''
-        p = n = 0
-        for l in text.splitlines():
-            m = case_re.match(l.strip())
-            if not m:
-                continue
-            if m.group(1) or skip_re.search(m.group(2)):
-                n += 1
-                bad.append('%s: %s: %s' % (pass_name, name, l.strip()))
-            else:
-                p += 1
-        if result not in ('OK', 'EXPECTEDFAIL') and n == 0:
-            # crashed, timed out, skipped whole, or a plan that does not
-            # add up: one more failure, or the only case it has
-            n += 1
-            bad.append('%s: %s: %s' % (pass_name, name, result))
-        elif p == 0 and n == 0:
-            p = 1
-        passed += p
-        failed += n
-print(passed, failed)
-for b in bad:
-    print(b)
-EOF
-	) || {
-		fail_case "$pass: cannot read '$dir/meson-logs/testlog.json'"
+	out=$(python3 tests/lib/testlog.py count "$log" "$pass") || {
+		fail_case "$pass: cannot read '$log'"
 		return
 	}
 	read -r p f <<<"$(head -n 1 <<<"$out")"
 	passed=$((passed + p))
 	failed=$((failed + f))
+	say "$pass: every test's time, longest first"
 	while IFS= read -r line; do
-		[[ -n $line ]] && summary+=("FAIL $line")
+		case $line in
+		FAIL\ *) summary+=("$line") ;;
+		TIME\ *) echo "  ${line#TIME }" ;;
+		esac
 	done < <(tail -n +2 <<<"$out")
+	if grep -q '^SLOW ' <<<"$out"; then
+		say "$pass: the longest test cases"
+		sed -n 's/^SLOW /  /p' <<<"$out"
+	fi
 	say "$pass: $p passed, $f failed"
 }
 
@@ -130,56 +128,79 @@ setup()
 	fi
 }
 
-# The suites DIR defines, among the ones named.
-suites_in()
+# tests_in DIR SUITES NAMES: the tests DIR defines that are in one of the
+# SUITES or named in NAMES ("all" in NAMES: every fs test), one a line, in
+# meson's order (tests/lib/testlog.py select).
+tests_in()
 {
-	local dir=$1
-
-	shift
-	meson introspect --tests "$dir" | python3 -c '
-import json, sys
-want = sys.argv[1:]
-have = set()
-for t in json.load(sys.stdin):
-    for s in t.get("suite", []):
-        have.add(s.split(":")[-1])
-print(" ".join(s for s in want if s in have))
-' "$@"
+	python3 tests/lib/testlog.py select "$1" "$2" "$3"
 }
 
-# run_pass NAME DIR "SUITES" [meson setup args...]
-run_pass()
+# build_pass NAME DIR [meson setup args...]: configures and builds DIR.
+build_pass()
 {
-	local name=$1 dir=$2 want=$3 t0=$SECONDS suites s
-	local -a suite_args=()
+	local name=$1 dir=$2 t0=$SECONDS
 
-	shift 3
+	shift 2
 	say "=== $name: configuring $dir"
 	if ! setup "$dir" "$@"; then
 		fail_case "$name: meson setup of '$dir'"
-		return
+		return 1
 	fi
 	say "=== $name: building"
 	if ! ninja -C "$dir"; then
 		fail_case "$name: build in '$dir'"
+		return 1
+	fi
+	say "=== $name: built in $((SECONDS - t0)) s"
+	times+=("$name: build $((SECONDS - t0)) s")
+}
+
+# test_pass NAME DIR "SUITES" "NAMES" [meson test args...]: runs the tests
+# of DIR in SUITES or named in NAMES, counts them, says how long it took.
+test_pass()
+{
+	local name=$1 dir=$2 suites=$3 names=$4 t0=$SECONDS
+	local log=$dir/meson-logs/testlog-$1.json
+	local -a tests
+
+	shift 4
+	mapfile -t tests < <(tests_in "$dir" "$suites" "$names")
+	if ((${#tests[@]} == 0)); then
+		fail_case "$name: no tests in suites '$suites' or '$names'"
 		return
 	fi
-	# shellcheck disable=SC2086 # $want is a list of words
-	suites=$(suites_in "$dir" $want) || suites=
-	if [[ -z $suites ]]; then
-		fail_case "$name: no tests in suites '$want'"
+	say "=== $name: meson test, ${#tests[@]} tests, $jobs at a time"
+	rm -f "$log"
+	# shellcheck disable=SC2086 # MESON_TEST_ARGS is a list of words
+	meson test -C "$dir" --no-rebuild --print-errorlogs \
+		--num-processes "$jobs" --logbase "testlog-$name" "$@" \
+		${MESON_TEST_ARGS:-} "${tests[@]}" </dev/null
+	count_log "$name" "$log"
+	say "=== $name: tests took $((SECONDS - t0)) s"
+	times+=("$name: tests $((SECONDS - t0)) s")
+}
+
+# etcd35_pass: the suite v3 in $base (built as the main pass builds it,
+# if it is not yet) on etcd 3.5.  The etcd tests/lib/etcd.sh picks for
+# ETCDFS_ETCD_VERSION=3.5 (fetching it on first use, here, once, rather
+# than in every test at the same time) must say it is 3.5.
+etcd35_pass()
+{
+	local v
+
+	if [[ ! -f $base/build.ninja ]]; then
+		build_pass main "$base" -Dwerror=true || return
+	fi
+	v=$(ETCDFS_ETCD_VERSION=3.5 bash -c \
+		'. tests/lib/etcd.sh && "$ETCD_BIN" --version' 2>&1 |
+		head -n 1)
+	say "etcd35: ${v:-no etcd}"
+	if [[ $v != *" 3.5."* ]]; then
+		fail_case "etcd35: tests/lib/etcd.sh gives no etcd 3.5 for ETCDFS_ETCD_VERSION=3.5 (got '${v:-nothing}')"
 		return
 	fi
-	for s in $suites; do
-		suite_args+=(--suite "$s")
-	done
-	say "=== $name: meson test ${suite_args[*]}"
-	rm -f "$dir/meson-logs/testlog.json"
-	# shellcheck disable=SC2086
-	meson test -C "$dir" --print-errorlogs "${suite_args[@]}" \
-		"${test_args[@]}" ${MESON_TEST_ARGS:-} </dev/null
-	count_log "$name" "$dir"
-	say "=== $name: took $((SECONDS - t0)) s"
+	ETCDFS_ETCD_VERSION=3.5 test_pass etcd35 "$base" "v3" ""
 }
 
 say "=== dependencies"
@@ -188,21 +209,23 @@ if ! bash tests/lib/deps.sh; then
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
+say "$(nproc) cpus, $jobs tests at a time, passes: $passes"
 
 for pass in $passes; do
 	case $pass in
 	main)
-		run_pass main "$base" "unit integration fs bench" -Dwerror=true
+		build_pass main "$base" -Dwerror=true &&
+			test_pass main "$base" "unit integration fs bench" ""
 		;;
 	asan)
 		# halt at the first report so that it fails the test
 		export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:print_summary=1}
 		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:print_summary=1}
-		test_args=(--timeout-multiplier=3)
-		run_pass asan "$base-asan" "unit integration fs" \
-			-Dwerror=true -Db_sanitize=address,undefined \
-			-Db_lundef=false
-		test_args=()
+		build_pass asan "$base-asan" -Dwerror=true \
+			-Db_sanitize=address,undefined -Db_lundef=false &&
+			TEST_TIMEOUT_MULTIPLIER=3 test_pass asan \
+				"$base-asan" "$asan_suites" "$asan_names" \
+				--timeout-multiplier=3
 		unset ASAN_OPTIONS UBSAN_OPTIONS
 		;;
 	fuzz)
@@ -210,8 +233,12 @@ for pass in $passes; do
 			fail_case "fuzz: clang not found"
 			continue
 		fi
-		CC=clang run_pass fuzz "$base-fuzz" "fuzz" -Dwerror=true \
-			-Dfuzzers=true
+		CC=clang build_pass fuzz "$base-fuzz" -Dwerror=true \
+			-Dfuzzers=true &&
+			test_pass fuzz "$base-fuzz" "fuzz" ""
+		;;
+	etcd35)
+		etcd35_pass
 		;;
 	*)
 		fail_case "unknown pass '$pass'"
@@ -222,6 +249,10 @@ done
 if ((${#summary[@]})); then
 	say "=== failures"
 	printf '  %s\n' "${summary[@]}"
+fi
+if ((${#times[@]})); then
+	say "=== times"
+	printf '  %s\n' "${times[@]}"
 fi
 say "=== total time $((SECONDS - t_start)) s"
 echo "$passed passed, $failed failed"

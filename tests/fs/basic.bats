@@ -494,6 +494,17 @@ EOF
 	[ "$(kv_rev)" -eq "$rev" ]
 	[ "$(kv_get /file)" = value ]
 	[ "$(kv_keys)" = "$(printf '/dir/inner\n/file')" ]
+
+	# the kernel knows: /proc/mounts and findmnt say ro
+	awk -v m="$MNT" '$2 == m { print $4 }' /proc/mounts | grep -qE '^ro(,|$)'
+	findmnt -no OPTIONS "$MNT" | grep -qE '^ro(,|$)'
+	# and other clients' changes are still shown
+	kv_put /file changed
+	kv_put /dir/new 2
+	fs_wait_value "$MNT/file" changed
+	fs_wait_value "$MNT/dir/new" 2
+	kv_del /dir/inner >/dev/null
+	wait_for 10 test ! -e "$MNT/dir/inner"
 }
 
 @test "-o prefix= shows only the keys under the prefix" {

@@ -5,14 +5,12 @@
 # TLS files, and the life of a mount (foreground, daemon, -d), ended by
 # SIGTERM, SIGINT, SIGHUP or fusermount3 -u.
 #
-# One etcd (tests/lib/etcd.sh) serves the whole file; each test uses keys
-# under a prefix of its own.  Tests that need auth or TLS start an etcd of
-# their own.  Every failure case that is not about the endpoint points
-# etcdfs at a live etcd, so that it fails only because of what the test got
-# wrong on purpose, and runs it without -f, so that a check done too late
-# would show as a daemon that mounted and exited 0.  teardown unmounts
-# lazily, kills by pid what is left and stops the test's own etcd, even
-# when the test failed.
+# The harness is tests/lib/cmdline.bash: one etcd for the file, a prefix
+# per test; tests that need auth or TLS start an etcd of their own.  Every
+# failure case that is not about the endpoint points etcdfs at a live
+# etcd, so that it fails only because of what the test got wrong on
+# purpose, and runs it without -f, so that a check done too late would
+# show as a daemon that mounted and exited 0.
 #
 # It does not test what the options do to files (ro, uid, umask: see
 # basic.bats), only that they are taken, refused or passed on.
@@ -22,293 +20,7 @@
 # turns on v2 auth (basic auth; the guest role loses its rights) instead
 # of v3's.
 
-bats_require_minimum_version 1.5.0
-
-: "${TESTS_DIR:=$(cd "$BATS_TEST_DIRNAME/.." && pwd)}"
-# shellcheck source=tests/lib/etcd.sh
-source "$TESTS_DIR/lib/etcd.sh"
-
-# A hung test is killed rather than blocking the whole suite.
-: "${BATS_TEST_TIMEOUT:=120}"
-export BATS_TEST_TIMEOUT
-
-# Every option etcdfs documents; --help must list each as "-o NAME".
-ETCDFS_OPTIONS=(endpoints prefix api cacert cert key user password_file ro
-	quorum nowatch connect_timeout request_timeout entry_timeout
-	attr_timeout uid gid umask notemp chmod_ok)
-
-# The backend: ETCDFS_API, v3 unless told.  API_ARGS go before the
-# options of every etcdfs the tests start, ETCD_ARGS to every etcd.
-FS_API=${ETCDFS_API:-v3}
-case $FS_API in
-v3)	API_ARGS=() ETCD_ARGS=() ;;
-v2)	API_ARGS=(-o api=v2) ETCD_ARGS=(--enable-v2=true) ;;
-*)	echo "ETCDFS_API must be v3 or v2 (got '$FS_API')" >&2
-	exit 1 ;;
-esac
-
-fs_v2()
-{
-	[[ $FS_API == v2 ]]
-}
-
-setup_file()
-{
-	if [[ -z ${ETCDFS:-} || ! -x $ETCDFS ]]; then
-		echo "ETCDFS must name the etcdfs binary (got '${ETCDFS:-}')" >&2
-		return 1
-	fi
-	SHARED_ETCD=$BATS_FILE_TMPDIR/etcd
-	ETCD_ENDPOINT=$(etcd_start "$SHARED_ETCD" "${ETCD_ARGS[@]}") || return 1
-	export SHARED_ETCD ETCD_ENDPOINT
-}
-
-teardown_file()
-{
-	etcd_stop "$BATS_FILE_TMPDIR/etcd"
-}
-
-setup()
-{
-	MNT=$BATS_TEST_TMPDIR/mnt
-	LOG=$BATS_TEST_TMPDIR/etcdfs.log
-	P=/cmdline-$BATS_TEST_NUMBER	# this test's keys
-	DAEMON_PID=
-	OWN_ETCD=
-	OTHER_PIDS=()
-	MOUNTPOINTS=("$MNT")	# teardown unmounts each
-	mkdir -p "$MNT"
-	# a password from the caller's environment would change the outcome
-	unset ETCDFS_PASSWORD
-}
-
-teardown()
-{
-	local mp pid rc=0
-
-	for mp in "${MOUNTPOINTS[@]}"; do
-		if is_mounted "$mp"; then
-			timeout 20 fusermount3 -u -z "$mp" || rc=1
-		fi
-	done
-	# ours, and any daemon that forked when it should have failed
-	for pid in $DAEMON_PID "${OTHER_PIDS[@]}"; do
-		stop_pid "$pid"
-	done
-	for mp in "${MOUNTPOINTS[@]}"; do
-		for pid in $(etcdfs_pids "$mp"); do
-			stop_pid "$pid"
-		done
-	done
-	if [[ -n $OWN_ETCD ]]; then
-		etcd_stop "$OWN_ETCD" || rc=1
-	fi
-	return $rc
-}
-
-# True if @1 is a mountpoint in /proc/mounts (never touches the mount).
-is_mounted()
-{
-	awk -v m="$1" '$2 == m { found = 1 } END { exit !found }' /proc/mounts
-}
-
-# "! cmd" never fails a bats test (set -e ignores it): these do.
-not_mounted()
-{
-	if is_mounted "$1"; then
-		echo "'$1' is mounted" >&2
-		return 1
-	fi
-}
-
-not_alive()
-{
-	if alive "$1"; then
-		echo "process $1 still runs" >&2
-		return 1
-	fi
-}
-
-# Field @1 of our mount's line in /proc/mounts (1 source, 3 type, 4 options).
-mount_field()
-{
-	awk -v m="$MNT" -v f="$1" '$2 == m { print $f }' /proc/mounts
-}
-
-# True while pid @1 runs; a zombie counts as gone.
-alive()
-{
-	[[ -n $1 ]] && kill -0 "$1" 2>/dev/null &&
-		[[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
-stop_pid()
-{
-	local pid=$1 i
-
-	alive "$pid" || { wait "$pid" 2>/dev/null; return 0; }
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		alive "$pid" || break
-		sleep 0.05
-	done
-	alive "$pid" && kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
-	return 0
-}
-
-# The pids of the etcdfs processes with @1 as an argument.  Builtins only:
-# forking once per process in /proc would take seconds.
-etcdfs_pids()
-{
-	local d arg
-
-	for d in /proc/[0-9]*; do
-		[[ $d/exe -ef $ETCDFS ]] || continue
-		while IFS= read -r -d '' arg; do
-			if [[ $arg == "$1" ]]; then
-				echo "${d#/proc/}"
-				break
-			fi
-		done 2>/dev/null <"$d/cmdline"
-	done
-	return 0
-}
-
-# Starts etcdfs -f in the background with the given arguments (before the
-# mountpoint) and waits until it has mounted; fails if it exits first.
-# With RESET_SIGNALS=1 SIGINT and SIGHUP are reset to their default first:
-# a non-interactive shell starts background jobs with SIGINT ignored, and
-# libfuse leaves an ignored signal ignored.
-start_daemon()
-{
-	local start
-	local -a pre=()
-
-	if [[ ${RESET_SIGNALS:-0} == 1 ]]; then
-		pre=(python3 -c 'import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-signal.signal(signal.SIGHUP, signal.SIG_DFL)
-os.execv(sys.argv[1], sys.argv[1:])')
-	fi
-	# fd 3 is bats' own: a daemon holding it would hang bats
-	"${pre[@]}" "$ETCDFS" -f "${API_ARGS[@]}" "$@" "$MNT" </dev/null \
-		>"$LOG" 2>&1 3>&- &
-	DAEMON_PID=$!
-	start=$SECONDS
-	while ! is_mounted "$MNT"; do
-		if ! alive "$DAEMON_PID"; then
-			wait "$DAEMON_PID"
-			echo "etcdfs $* exited with status $? before mounting:" >&2
-			cat "$LOG" >&2
-			DAEMON_PID=
-			return 1
-		fi
-		if ((SECONDS - start > 20)); then
-			echo "etcdfs $* did not mount within 20 s:" >&2
-			cat "$LOG" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-}
-
-# Waits up to 15 s for the daemon started by start_daemon to exit and
-# sets EXIT_STATUS.  Fails if it is still running.
-wait_daemon()
-{
-	local start=$SECONDS
-
-	while alive "$DAEMON_PID"; do
-		if ((SECONDS - start > 15)); then
-			echo "etcdfs $DAEMON_PID still runs after 15 s" >&2
-			return 1
-		fi
-		sleep 0.05
-	done
-	EXIT_STATUS=0
-	wait "$DAEMON_PID" || EXIT_STATUS=$?
-	DAEMON_PID=
-}
-
-# Checks that the daemon printed nothing: a clean mount and unmount say
-# nothing on stderr.
-quiet_log()
-{
-	if [[ -s $LOG ]]; then
-		echo "etcdfs printed:" >&2
-		cat "$LOG" >&2
-		return 1
-	fi
-}
-
-# expect_failure ERE ARGS...: runs etcdfs ARGS (no -f) and expects it to
-# exit non-zero within 10 s, print nothing on stdout and a message matching
-# ERE on stderr, mount nothing and leave no daemon behind.
-expect_failure()
-{
-	local pattern=$1
-
-	shift
-	# fd 3 is bats' own: a daemon forked by mistake must not hold it
-	run --separate-stderr timeout 10 "$ETCDFS" "${API_ARGS[@]}" "$@" 3>&-
-	echo "etcdfs $*"
-	echo "status: $status"
-	echo "stdout: $output"
-	echo "stderr: $stderr"
-	[ "$status" -ne 124 ]	# timeout(1): it hung
-	[ "$status" -ne 0 ]
-	[ -z "$output" ]
-	[[ $stderr =~ $pattern ]]
-	not_mounted "$MNT"
-	[ -z "$(etcdfs_pids "$MNT")" ]
-}
-
-put()
-{
-	own_put "$SHARED_ETCD" "$1" "$2"
-}
-
-# own_put DIR KEY VALUE: puts to the etcd of DIR (with its client
-# certificate if it has TLS, as root if AUTH names root's password).
-own_put()
-{
-	local ep
-	local -a tls=() auth=()
-
-	if ! fs_v2; then
-		etcd_ctl "$1" ${AUTH:+--user=root:$AUTH} put -- "$2" "$3" >/dev/null
-		return
-	fi
-	ep=$(etcd_endpoint "$1") || return 1
-	if [[ -s $1/certs ]]; then
-		local certs
-		certs=$(cat "$1/certs")
-		tls=(--cacert "$certs/ca.pem" --cert "$certs/client.pem"
-		     --key "$certs/client-key.pem")
-	fi
-	[[ -z ${AUTH:-} ]] || auth=(-u "root:$AUTH")
-	curl -sSf --max-time 20 "${tls[@]}" "${auth[@]}" -X PUT \
-		--data-urlencode "value=$3" "$ep/v2/keys$2" >/dev/null
-}
-
-# own_get DIR KEY: the value of KEY in the etcd of DIR.
-own_get()
-{
-	local ep certs
-
-	if ! fs_v2; then
-		etcd_ctl "$1" get --print-value-only "$2"
-		return
-	fi
-	ep=$(etcd_endpoint "$1") || return 1
-	certs=$(cat "$1/certs")
-	curl -sSf --max-time 20 --cacert "$certs/ca.pem" \
-		--cert "$certs/client.pem" --key "$certs/client-key.pem" \
-		"$ep/v2/keys$2" | python3 -c '
-import json, sys
-print(json.load(sys.stdin)["node"]["value"])'
-}
+load ../lib/cmdline
 
 @test "--help lists every option and exits 0" {
 	local opt
@@ -318,7 +30,7 @@ print(json.load(sys.stdin)["node"]["value"])'
 		[ "$status" -eq 0 ]
 		[[ ${lines[0]} == usage:*etcdfs*MOUNTPOINT ]]
 		for opt in "${ETCDFS_OPTIONS[@]}"; do
-			if ! grep -qE -- "-o $opt(=|[[:space:]])" <<<"$output"; then
+			if ! grep -qE -- "-o $opt(=|[[:space:]]|$)" <<<"$output"; then
 				echo "$flag does not list -o $opt" >&2
 				return 1
 			fi
@@ -367,10 +79,11 @@ print(json.load(sys.stdin)["node"]["value"])'
 @test "a bad number is refused with the option's name and value" {
 	local bad name value
 
+	# timeouts: see environ.bats
 	for bad in uid=x uid=-1 uid=4294967295 uid= gid=1.5 gid=0x10 \
-		umask=8 umask=01000 umask=-22 connect_timeout=0 \
-		connect_timeout=2s request_timeout=abc entry_timeout=-1 \
-		entry_timeout=nan attr_timeout=1s attr_timeout=; do
+		umask=8 umask=01000 umask=-22 entry_timeout=-1 \
+		entry_timeout=nan attr_timeout=1s attr_timeout= \
+		value_budget=1T cacert= logfile=; do
 		name=${bad%%=*}
 		value=${bad#*=}
 		expect_failure "^etcdfs: bad value for '$name': '$value'$" \
@@ -378,6 +91,18 @@ print(json.load(sys.stdin)["node"]["value"])'
 	done
 	expect_failure "^etcdfs: bad value for 'api': 'v4'$" \
 		-o "endpoints=$ETCD_ENDPOINT,api=v4" "$MNT"
+}
+
+@test "a bad temp_names list is refused with what is wrong with it" {
+	local bad
+
+	for bad in '' 'a::b' '*.part:' ':*.part'; do
+		expect_failure "^etcdfs: bad value for 'temp_names': '$(
+			sed 's/[*.]/\\&/g' <<<"$bad")': an empty pattern$" \
+			-o "endpoints=$ETCD_ENDPOINT,temp_names=$bad" "$MNT"
+	done
+	expect_failure "^etcdfs: bad value for 'temp_names': 'tmp/\\*': a pattern matches one name, without '/'$" \
+		-o "endpoints=$ETCD_ENDPOINT,temp_names=tmp/*" "$MNT"
 }
 
 @test "a mountpoint that does not exist is refused" {
@@ -442,24 +167,90 @@ time.sleep(600)
 	(( ($(date +%s%N) - start) / 1000000 < 5000 ))
 }
 
-@test "a malformed endpoint URL is refused before anything is sent" {
-	local ep
+@test "a malformed endpoint is refused before anything is sent, and named" {
+	local ep why
 
-	for ep in not-a-url 127.0.0.1:2379 ftp://127.0.0.1:2379 http:// \
-		"http://:2379" "http://127.0.0.1:2379/v3"; do
-		expect_failure "^etcdfs: bad endpoint '$ep': expected http://HOST:PORT" \
+	while IFS='|' read -r ep why; do
+		expect_failure "^etcdfs: bad endpoint '$ep': $why" \
 			-o "endpoints=$ep" "$MNT"
-	done
+	done <<'EOF'
+not-a-url|expected http://HOST:PORT, https://HOST:PORT or HOST:PORT$
+127.0.0.1|expected http://HOST:PORT
+ftp://127.0.0.1:2379|the scheme must be http:// or https://$
+http://|no host$
+http://:2379|no host$
+http://127.0.0.1:2379/v3|a path is not allowed
+127.0.0.1:2379/v3|a path is not allowed
+http://127.0.0.1:2379/#top|a query or a fragment is not allowed$
+http://root:pw@127.0.0.1:2379|user@ is not allowed
+127.0.0.1:0|bad port: expected 1 to 65535$
+127.0.0.1:65536|bad port
+::1:2379|an IPv6 address goes in brackets: \[::1\]:2379$
+EOF
+	expect_failure "^etcdfs: bad endpoint 'h:1\?x=1': a query" \
+		-o "endpoints=h:1?x=1" "$MNT"
 	# one bad URL in a list spoils it, even next to a good one
-	expect_failure "^etcdfs: bad endpoint 'http://': expected" \
+	expect_failure "^etcdfs: bad endpoint 'http://': no host" \
 		-o "endpoints=$ETCD_ENDPOINT,http://" "$MNT"
-	expect_failure "^etcdfs: bad endpoint 'https://h/x': expected" \
+	expect_failure "^etcdfs: bad endpoint 'https://h/x': a path" \
 		-o "endpoints=https://h/x,$ETCD_ENDPOINT" "$MNT"
-	# -o splits at commas: a word that is no URL is no endpoint
+	# -o splits at commas: a word that is no endpoint is no endpoint
 	expect_failure "^etcdfs: unknown option 'bogus'$" \
 		-o "endpoints=$ETCD_ENDPOINT,bogus" "$MNT"
-	expect_failure "^etcdfs: bad endpoint ''" \
+	expect_failure "^etcdfs: bad endpoint '': none given$" \
 		-o "endpoints=" "$MNT"
+	expect_failure "^etcdfs: bad endpoint '': an empty entry in '$ETCD_ENDPOINT,,$ETCD_ENDPOINT'" \
+		"$ETCD_ENDPOINT,,$ETCD_ENDPOINT" "$MNT"
+}
+
+@test "ENDPOINTS before the mountpoint: URLs or etcdctl's HOST:PORT" {
+	local hostport=${ETCD_ENDPOINT#http://} dead src first
+
+	put "$P/k" v
+	dead=127.0.0.1:$(etcd_free_port)
+	for src in "$ETCD_ENDPOINT" "$hostport" "$dead,$hostport" \
+		"http://$dead/,$ETCD_ENDPOINT/"; do
+		start_daemon -o "prefix=$P" "$src"
+		[ "$(cat "$MNT/k")" = v ]
+		# the name in /proc/mounts is the first endpoint, as a URL
+		first=${src%%,*}
+		first=${first#http://}
+		[ "$(mount_field 1)" = "etcdfs\\043http://${first%/}" ]
+		kill -TERM "$DAEMON_PID"
+		wait_daemon
+		[ "$EXIT_STATUS" -eq 0 ]
+		quiet_log
+	done
+	# -o splits at commas: HOST:PORT words join endpoints= too
+	start_daemon -o "endpoints=$dead,$hostport,prefix=$P"
+	[ "$(cat "$MNT/k")" = v ]
+	kill -TERM "$DAEMON_PID"
+	wait_daemon
+}
+
+@test "-o endpoints= wins over the ENDPOINTS argument, which is then not read" {
+	local src
+
+	put "$P/k" v
+	# a placeholder, as fstab lines without a source have
+	for src in "127.0.0.1:$(etcd_free_port)" etcdfs "http://x/y?z"; do
+		start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P" "$src"
+		[ "$(cat "$MNT/k")" = v ]
+		[ "$(mount_field 1)" = "etcdfs\\043$ETCD_ENDPOINT" ]
+		kill -TERM "$DAEMON_PID"
+		wait_daemon
+		[ "$EXIT_STATUS" -eq 0 ]
+	done
+}
+
+@test "a bad ENDPOINTS argument is named; a third argument is refused" {
+	expect_failure "^etcdfs: bad endpoint 'h:1/x': a path is not allowed \(requests add their own\) \(in the ENDPOINTS argument\)$" \
+		h:1/x "$MNT"
+	expect_failure "^etcdfs: unexpected argument '$MNT'$" \
+		"$ETCD_ENDPOINT" "$MNT" "$MNT"
+	# before the mountpoint, where mount(8) puts the source
+	expect_failure "^etcdfs: cannot reach 'http://127.0.0.1:1': " \
+		127.0.0.1:1 -o "prefix=$P" "$MNT"
 }
 
 @test "a password_file that does not exist is refused" {
@@ -580,7 +371,7 @@ time.sleep(600)
 @test "fstab-only words are ignored; mount options reach the kernel" {
 	put "$P/k" v
 
-	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P,_netdev,nofail,noauto,auto,user,users,defaults,x-systemd.automount,noexec,nosuid,nodev,noatime"
+	start_daemon -o "endpoints=$ETCD_ENDPOINT,prefix=$P,_netdev,nofail,noauto,auto,user,users,owner,group,defaults,comment=etcd,x-systemd.automount,x-mount.mkdir,X-foo=1,noexec,nosuid,nodev,noatime"
 	[ "$(ls "$MNT")" = k ]
 	mount_field 4
 	grep -qw noexec <<<"$(mount_field 4)"
@@ -640,21 +431,7 @@ time.sleep(600)
 	local ep pf=$BATS_TEST_TMPDIR/password
 
 	OWN_ETCD=$BATS_TEST_TMPDIR/etcd-auth
-	ep=$(etcd_start "$OWN_ETCD" "${ETCD_ARGS[@]}")
-	if fs_v2; then
-		# v2 auth: root, and a guest role that may do nothing
-		ETCDCTL_API=2 etcdctl --endpoints="$ep" user add root:s3cret \
-			>/dev/null
-		ETCDCTL_API=2 etcdctl --endpoints="$ep" auth enable >/dev/null
-		ETCDCTL_API=2 etcdctl --endpoints="$ep" --username=root:s3cret \
-			role revoke guest --path='/*' --readwrite >/dev/null
-	else
-		etcd_ctl "$OWN_ETCD" user add root --new-user-password=s3cret >/dev/null
-		etcd_ctl "$OWN_ETCD" role add root >/dev/null 2>&1 || true
-		etcd_ctl "$OWN_ETCD" user grant-role root root >/dev/null
-		etcd_ctl "$OWN_ETCD" auth enable >/dev/null
-	fi
-	AUTH=s3cret own_put "$OWN_ETCD" /secret/k v
+	ep=$(start_auth_etcd "$OWN_ETCD")
 
 	printf 'wrong\n' >"$pf"
 	expect_failure "^etcdfs: cannot log in to '$ep' as 'root': .+" \

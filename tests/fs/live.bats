@@ -17,17 +17,12 @@ load ../lib/mount
 
 setup()
 {
-	fs_setup
-	INW_PID=
-	EVENTS=$BATS_TEST_TMPDIR/events
+	fs_live_setup
 }
 
 teardown()
 {
-	# a test that froze the daemon must not leave it frozen
-	[[ -z ${FS_PID:-} ]] || kill -CONT "$FS_PID" 2>/dev/null || true
-	inw_stop
-	fs_teardown
+	fs_live_teardown
 }
 
 @test "a remote put of a new key: CREATE and CLOSE_WRITE, then cat shows it" {

@@ -14,10 +14,8 @@ load ../lib/mount
 
 setup()
 {
-	fs_setup
-	INW_PID=
-	EVENTS=$BATS_TEST_TMPDIR/events
 	PIDS=()
+	fs_live_setup
 }
 
 teardown()
@@ -27,8 +25,7 @@ teardown()
 	for p in "${PIDS[@]}"; do
 		kill "$p" 2>/dev/null || true
 	done
-	inw_stop
-	fs_teardown
+	fs_live_teardown
 }
 
 # sum FILES...: the sum of the numbers in FILES.

@@ -311,3 +311,54 @@ with open(args[0], "wb") as f:
 		[ "$(cat "$MNT/$path")" = "value of $path" ]
 	done
 }
+
+# A component of the mount is at most NAME_MAX (255) bytes by construction
+# (long segments are cut into parts): a longer name is ENAMETOOLONG
+# wherever it comes in, as statfs's f_namemax says, and never a key.
+@test "a name over 255 bytes is ENAMETOOLONG everywhere" {
+	local long max
+	long=$(printf 'n%.0s' {1..256})
+	max=${long:0:255}
+	kv_put /d/f v
+	kv_put /d/sub/g w
+
+	[ "$(stat -f -c %l "$MNT")" -eq 255 ]
+	run touch "$MNT/d/$long"
+	echo "touch: $output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"File name too long"* ]]
+	run mkdir "$MNT/d/$long"
+	echo "mkdir: $output"
+	[[ $output == *"File name too long"* ]]
+	run stat "$MNT/d/$long"
+	echo "stat: $output"
+	[[ $output == *"File name too long"* ]]
+	run ls "$MNT/d/$long/x"
+	echo "ls: $output"
+	[[ $output == *"File name too long"* ]]
+
+	local call
+	for call in \
+	    'os.close(os.open(args[0] + "/" + args[1], os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o644))' \
+	    'os.mknod(args[0] + "/" + args[1], 0o644 | stat.S_IFREG)' \
+	    'os.mkdir(args[0] + "/" + args[1])' \
+	    'os.stat(args[0] + "/" + args[1])' \
+	    'os.unlink(args[0] + "/" + args[1])' \
+	    'os.rmdir(args[0] + "/" + args[1])' \
+	    'os.rename(args[0] + "/f", args[0] + "/" + args[1])' \
+	    'os.rename(args[0] + "/sub", args[0] + "/" + args[1])' \
+	    'os.rename(args[0] + "/" + args[1], args[0] + "/f")' \
+	    'os.symlink("f", args[0] + "/" + args[1])' \
+	    'os.link(args[0] + "/f", args[0] + "/" + args[1])'; do
+		run fs_try "import stat
+$call" "$MNT/d" "$long"
+		echo "$call: $output"
+		[ "$output" = ENAMETOOLONG ]
+	done
+	# nothing changed, and 255 bytes is a name like any other
+	[ "$(kv_dump)" = "$(printf '/d/f v\n/d/sub/g w')" ]
+	printf x >"$MNT/d/$max"
+	[ "$(kv_get "/d/$max")" = x ]
+	mv "$MNT/d/$max" "$MNT/d/f"
+	[ "$(kv_dump)" = "$(printf '/d/f x\n/d/sub/g w')" ]
+}

@@ -397,3 +397,83 @@ os.close(fd)' "$MNT/small"
 	printf ok >"$MNT/after"
 	[ "$(kv_get /after)" = ok ]
 }
+
+# Python's atomic write: a temp file from tempfile in the same directory,
+# written, flushed to disk, then os.replace()d over the key.  Its names
+# ("tmp" or ".tmp" and 8 of [a-z0-9_]) are temp names: the temp file
+# lives in the mount's memory, and etcd sees one put of the key.
+@test "Python's tempfile + os.replace: one put of the key, no temp key ever" {
+	local rev
+	kv_put /conf/app.json '{"v": 1}'
+	rev=$(kv_rev)
+
+	run fs_try '
+import tempfile
+d = args[0]
+for target, data, kw in (("app.json", b"{\"v\": 2}\n", {}),
+                         ("new.json", b"{}\n", {}),
+                         ("app.json", b"{\"v\": 3}\n", {"prefix": ".tmp"})):
+    fd, tmp = tempfile.mkstemp(dir=d, **kw)
+    print(os.path.basename(tmp), file=sys.stderr)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(d, target))
+# and a temp file that is removed, never renamed
+with tempfile.NamedTemporaryFile(dir=d) as f:
+    f.write(b"scratch")
+    f.flush()
+with tempfile.TemporaryFile(dir=d) as f:
+    f.write(b"scratch")' "$MNT/conf"
+	echo "$output"
+	[ "${lines[-1]}" = OK ]
+	run kv_history "$rev"
+	echo "$output"
+	[ "$output" = "$(printf 'PUT /conf/app.json\nPUT /conf/new.json\nPUT /conf/app.json')" ]
+	[ "$(kv_get /conf/app.json)" = '{"v": 3}' ]
+	[ "$(kv_get /conf/new.json)" = '{}' ]
+	[ "$(ls -A "$MNT/conf")" = "$(printf 'app.json\nnew.json')" ]
+}
+
+@test "-o temp_names: a site's patterns keep its tools' temp files out of etcd" {
+	local rev
+	kv_put /d/report.part 'a key, made elsewhere'
+	fs_unmount
+	fs_mount 'temp_names=*.part:.~lock.*#'
+	kv_put /d/doc old
+	rev=$(kv_rev)
+
+	printf 'new' >"$MNT/d/doc.part"
+	mv "$MNT/d/doc.part" "$MNT/d/doc"
+	: >"$MNT/d/.~lock.doc#"
+	rm "$MNT/d/.~lock.doc#"
+	# '*' does not match a leading '.', as in the shell: that one is a key
+	printf 'hidden' >"$MNT/d/.hidden.part"
+	# a key made elsewhere with such a name stays a key
+	[ "$(cat "$MNT/d/report.part")" = 'a key, made elsewhere' ]
+	printf 'edited' >"$MNT/d/report.part"
+
+	run kv_history "$rev"
+	echo "$output"
+	[ "$output" = "$(printf 'PUT /d/doc\nPUT /d/.hidden.part\nPUT /d/report.part')" ]
+	[ "$(kv_get /d/doc)" = new ]
+	[ "$(kv_get /d/report.part)" = edited ]
+}
+
+# A new file whose name is a temp name stays in memory; -o notemp sends
+# it to etcd like any other (the README's advice when a real key's name
+# matches a rule).
+@test "-o notemp: a new key with a temp file's name reaches etcd" {
+	printf 'kept here' >"$MNT/tmpstorage1"
+	[ "$(cat "$MNT/tmpstorage1")" = 'kept here' ]
+	kv_absent /tmpstorage1
+	rm "$MNT/tmpstorage1"
+
+	fs_unmount
+	fs_mount notemp
+	printf 'stored' >"$MNT/tmpstorage1"
+	printf 'stored too' >"$MNT/app.conf~"
+	[ "$(kv_get /tmpstorage1)" = stored ]
+	[ "$(kv_get /app.conf~)" = 'stored too' ]
+}

@@ -18,21 +18,13 @@ load ../lib/mount
 
 setup()
 {
-	if ! fs_v2; then
-		echo "tests/fs/v2.bats needs ETCDFS_API=v2" >&2
-		return 1
-	fi
-	fs_setup
-	INW_PID=
-	EVENTS=$BATS_TEST_TMPDIR/events
+	fs_require_api v2
+	fs_live_setup
 }
 
 teardown()
 {
-	# a test that froze the daemon must not leave it frozen
-	[[ -z ${FS_PID:-} ]] || kill -CONT "$FS_PID" 2>/dev/null || true
-	inw_stop
-	fs_teardown
+	fs_live_teardown
 }
 
 # v2_node KEY: the JSON etcd's v2 API answers for a GET of KEY (quorum).

@@ -68,9 +68,11 @@ _xattr_is()
 		kv_put --ttl 600 /leased v
 		id=0
 	else
-		id=$(etcdctl lease grant 600 -w json |
-			python3 -c 'import json, sys; print(json.load(sys.stdin)["ID"])')
-		etcdctl put --lease="$(printf %x "$id")" /leased v >/dev/null
+		# "lease 694d7a1e9a6b1a0b granted with TTL(600s)": etcdctl
+		# prints lease ids in hex, and takes them so
+		id=$(etcdctl lease grant 600 | awk '$1 == "lease" { print $2 }')
+		[[ $id =~ ^[0-9a-f]{16}$ ]]
+		etcdctl put --lease="$id" /leased v >/dev/null
 	fi
 
 	fs_wait_value "$MNT/k" v3
@@ -87,6 +89,9 @@ _xattr_is()
 
 	fs_wait_value "$MNT/leased" v
 	[ "$(xattr lease "$MNT/leased")" = "$id" ]
+	# what the mount shows, etcdctl takes back
+	fs_v2 || etcdctl lease timetolive "$(xattr lease "$MNT/leased")" |
+		grep -q "^lease $id granted with TTL(600s)"
 	[ "$(xattr resourceVersion "$MNT/leased")" = "$(kv_meta /leased mod_revision)" ]
 	[ "$(xattr version "$MNT/leased")" = "$(xversion 1)" ]
 }

@@ -20,17 +20,7 @@
 #include <string.h>
 
 #include "etcd3_codec.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
+#include "fuzz.h"
 
 static void check_kv(const struct store_kv *kv, bool key_required)
 {
@@ -139,7 +129,7 @@ static void fuzz_replies(const char *s, size_t len)
 			for (k = 0; k < m[i].n_client_urls; k++)
 				check(m[i].client_urls[k][0] != '\0');
 		}
-		etcd3_members_free(m, n);
+		store_members_free(m, n);
 	}
 
 	rc = etcd3_parse_error(len ? (long)(unsigned char)s[0] + 300 : 500,

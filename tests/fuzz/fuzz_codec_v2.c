@@ -25,18 +25,8 @@
 #include <string.h>
 
 #include "etcd2_codec.h"
+#include "fuzz.h"
 #include "store_i.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "%s:%d: %s\n", __FILE__,	\
-				__LINE__, #cond);			\
-			abort();					\
-		}							\
-	} while (0)
 
 #define S(s) s, sizeof(s) - 1
 
@@ -46,35 +36,16 @@ static const long statuses[] = {
 	100, 0, -1, 600,
 };
 
-static int cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
-{
-	int c = memcmp(a, b, alen < blen ? alen : blen);
-
-	if (c)
-		return c;
-	return alen < blen ? -1 : alen > blen ? 1 : 0;
-}
-
 static bool in_range(const char *k, size_t klen, const char *lo,
 		     size_t lo_len, const char *hi, size_t hi_len)
 {
 	if (hi_len == 0)
-		return cmp_bytes(k, klen, lo, lo_len) == 0;
-	if (cmp_bytes(k, klen, lo, lo_len) < 0)
+		return fuzz_cmp_bytes(k, klen, lo, lo_len) == 0;
+	if (fuzz_cmp_bytes(k, klen, lo, lo_len) < 0)
 		return false;
 	if (hi_len == 1 && hi[0] == '\0')
 		return true;
-	return cmp_bytes(k, klen, hi, hi_len) < 0;
-}
-
-static void check_msg(const char *msg, size_t size)
-{
-	const char *p;
-
-	check(memchr(msg, '\0', size) != NULL);
-	check(msg[0] != '\0');
-	for (p = msg; *p; p++)
-		check(*p != '\n');
+	return fuzz_cmp_bytes(k, klen, hi, hi_len) < 0;
 }
 
 static void check_kv(const struct store_kv *kv)
@@ -132,15 +103,14 @@ static void fuzz_event(const struct etcd2_reply *r, const char *key,
 		       size_t key_len, const char *end, size_t end_len)
 {
 	struct store_event ev;
-	char msg[256];
+	struct store_error ce = { 0 };
 	int rc;
 
-	msg[0] = '\0';
-	rc = etcd2_codec_event(r, key, key_len, end, end_len, &ev, msg,
-			       sizeof(msg));
+	ce.msg[0] = '\0';
+	rc = etcd2_codec_event(r, key, key_len, end, end_len, &ev, &ce);
 	if (rc) {
 		check(rc == STORE_EBADREPLY);
-		check_msg(msg, sizeof(msg));
+		fuzz_check_msg(ce.msg, sizeof(ce.msg));
 		return;
 	}
 	check_event(r, &ev, key, key_len, end, end_len);
@@ -152,12 +122,11 @@ static void fuzz_events(const struct etcd2_reply *r)
 	struct store_event ev;
 	size_t end_len;
 	char *end;
-	char msg[256];
+	struct store_error ce = { 0 };
 	bool change = r->action != ETCD2_GET && r->action != ETCD2_NONE;
 
 	/* the node's own key: a change of it, whatever its bytes */
-	if (etcd2_codec_event(r, n->key, n->key_len, NULL, 0, &ev, msg,
-			      sizeof(msg)) == 0) {
+	if (etcd2_codec_event(r, n->key, n->key_len, NULL, 0, &ev, &ce) == 0) {
 		check(change);
 		check_event(r, &ev, n->key, n->key_len, NULL, 0);
 		if (!r->node.dir)
@@ -186,14 +155,14 @@ static void fuzz_events(const struct etcd2_reply *r)
 static void fuzz_reply(const char *s, size_t len, long status)
 {
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	memset(msg, 'x', sizeof(msg));
-	rc = etcd2_codec_reply(status, s, len, &r, msg, sizeof(msg));
+	memset(ce.msg, 'x', sizeof(ce.msg));
+	rc = etcd2_codec_reply(status, s, len, &r, &ce);
 	if (rc) {
 		check(rc < 0 && rc > -STORE_ERR_COUNT);
-		check_msg(msg, sizeof(msg));
+		fuzz_check_msg(ce.msg, sizeof(ce.msg));
 		if (status >= 200 && status < 300) {
 			/* nothing half-read */
 			check(!r.node.present && !r.node.kv.key);
@@ -226,7 +195,7 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 	struct store_list l = { 0 };
 	struct store_kv first = { 0 };
 	int64_t max_index = -1;
-	char msg[400];
+	struct store_error ce = { 0 };
 	size_t i;
 	int rc;
 
@@ -238,12 +207,12 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 	check(store_list_push_own(&l, &first) == 0);
 
 	rc = etcd2_codec_list(s, len, lo, lo_len, hi, hi_len, keys_only, &l,
-			      &max_index, msg, sizeof(msg));
+			      &max_index, &ce);
 	check(l.n >= 1 && l.kvs[0].key_len == 1 &&
 	      (unsigned char)l.kvs[0].key[0] == 0xff);
 	if (rc) {
 		check(rc == STORE_EBADREPLY || rc == STORE_EINTERNAL);
-		check_msg(msg, sizeof(msg));
+		fuzz_check_msg(ce.msg, sizeof(ce.msg));
 		/* all or nothing */
 		check(l.n == 1);
 	} else {
@@ -257,10 +226,10 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 			if (keys_only)
 				check(l.kvs[i].value_len == 0);
 			if (i > 1)
-				check(cmp_bytes(l.kvs[i - 1].key,
-						l.kvs[i - 1].key_len,
-						l.kvs[i].key,
-						l.kvs[i].key_len) <= 0);
+				check(fuzz_cmp_bytes(l.kvs[i - 1].key,
+						     l.kvs[i - 1].key_len,
+						     l.kvs[i].key,
+						     l.kvs[i].key_len) <= 0);
 		}
 	}
 	store_list_release(&l);
@@ -269,14 +238,14 @@ static void fuzz_list(const char *s, size_t len, const char *lo,
 static void fuzz_members(const char *s, size_t len)
 {
 	struct store_member *m;
-	char msg[400];
+	struct store_error ce = { 0 };
 	size_t n, i, k;
 	int rc;
 
-	rc = etcd2_codec_members(s, len, &m, &n, msg, sizeof(msg));
+	rc = etcd2_codec_members(s, len, &m, &n, &ce);
 	if (rc) {
 		check(rc == STORE_EBADREPLY || rc == STORE_EINTERNAL);
-		check_msg(msg, sizeof(msg));
+		fuzz_check_msg(ce.msg, sizeof(ce.msg));
 		check(!m && !n);
 		return;
 	}

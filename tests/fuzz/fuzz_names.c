@@ -23,16 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "names.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-__attribute__((noreturn))
-static void violated(const char *what)
-{
-	fprintf(stderr, "fuzz_names: %s\n", what);
-	abort();
-}
+/* Aborts, saying which rule of the bijection @what broke, and where. */
+#define violated(what) fuzz_fail(__FILE__, __LINE__, (what))
 
 static bool is_part(const char *c, size_t n)
 {

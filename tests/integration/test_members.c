@@ -18,63 +18,33 @@
  * store runs, and TLS clusters.
  */
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store.h"
 #include "tap.h"
+#include "util.h"
 
 #define S(lit) lit, sizeof(lit) - 1
 #define N_MEMBERS 3
 
-static const char *tests_dir;
-static char tmp_dir[256];
-static char cluster_dir[300];
-static char eps[N_MEMBERS][128];	/* member K+1's client URL */
+static struct util_cluster cl;		/* cl.eps[K]: member K+1's URL */
 static char dead_ep[64];		/* a port nothing listens on */
-
-/* Runs @cmd with sh -c; its first line of output into @out (may be NULL). */
-__attribute__((format(printf, 3, 4)))
-static int run(char *out, size_t size, const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	FILE *p;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	if (out && size) {
-		out[0] = '\0';
-		if (fgets(out, (int)size, p))
-			out[strcspn(out, "\n")] = '\0';
-	}
-	while (fgetc(p) != EOF)
-		;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* The value etcdctl (v3 or v2) reads for @key from members 2 and 3. */
 static bool witness(enum store_api api, const char *key, char *out,
 		    size_t size)
 {
 	if (api == STORE_API_V3)
-		return run(out, size, "ETCDCTL_API=3 etcdctl --endpoints=%s,%s "
-			   "get --print-value-only -- '%s'", eps[1], eps[2],
+		return util_run(out, size, "ETCDCTL_API=3 etcdctl --endpoints=%s,%s "
+			   "get --print-value-only -- '%s'", cl.eps[1], cl.eps[2],
 			   key) == 0;
-	return run(out, size, "ETCDCTL_API=2 etcdctl --endpoints=%s,%s get "
-		   "-- '%s'", eps[1], eps[2], key) == 0;
+	return util_run(out, size, "ETCDCTL_API=2 etcdctl --endpoints=%s,%s get "
+		   "-- '%s'", cl.eps[1], cl.eps[2], key) == 0;
 }
 
 static struct store *make(enum store_api api, const char *endpoints,
@@ -111,7 +81,7 @@ static bool members_listed(enum store_api api)
 	bool seen[N_MEMBERS] = { false };
 	int rc;
 
-	s = make(api, eps[0], 0);
+	s = make(api, cl.eps[0], 0);
 	CHECK(s);
 	rc = store_members(s, &m, &n, &err);
 	if (rc)
@@ -122,7 +92,7 @@ static bool members_listed(enum store_api api)
 		CHECK(m[i].id != 0);
 		CHECK(m[i].n_client_urls == 1);
 		for (k = 0; k < N_MEMBERS; k++)
-			if (strcmp(m[i].client_urls[0], eps[k]) == 0)
+			if (strcmp(m[i].client_urls[0], cl.eps[k]) == 0)
 				seen[k] = true;
 		CHECK(m[i].name && strlen(m[i].name) == 2 &&
 		      m[i].name[0] == 'm');
@@ -147,21 +117,21 @@ static bool refresh_list(enum store_api api)
 	size_t n;
 
 	/* given: a dead endpoint and member 1, as "m1/" with a '/' */
-	snprintf(list, sizeof(list), "%s,%s/", dead_ep, eps[0]);
+	snprintf(list, sizeof(list), "%s,%s/", dead_ep, cl.eps[0]);
 	s = make(api, list, 0);
 	CHECK(s);
 	CHECK(store_revision(s, &rev, &err) == 0);
-	CHECK(strcmp(store_endpoint(s), eps[0]) == 0);
+	CHECK(strcmp(store_endpoint(s), cl.eps[0]) == 0);
 	CHECK(store_refresh_endpoints(s, &n, &err) == 0);
 	CHECK(n == N_MEMBERS + 1);
-	CHECK(strcmp(store_endpoint(s), eps[0]) == 0);
+	CHECK(strcmp(store_endpoint(s), cl.eps[0]) == 0);
 	/* again: nothing grows */
 	CHECK(store_refresh_endpoints(s, &n, &err) == 0);
 	CHECK(n == N_MEMBERS + 1);
 	store_free(s);
 
 	/* given all three: no duplicate */
-	snprintf(list, sizeof(list), "%s,%s,%s", eps[2], eps[1], eps[0]);
+	snprintf(list, sizeof(list), "%s,%s,%s", cl.eps[2], cl.eps[1], cl.eps[0]);
 	s = make(api, list, 0);
 	CHECK(s);
 	CHECK(store_refresh_endpoints(s, &n, &err) == 0);
@@ -258,7 +228,7 @@ static bool refresh_concurrent(enum store_api api)
 	size_t n;
 	int i, k;
 
-	snprintf(list, sizeof(list), "%s,%s", eps[0], dead_ep);
+	snprintf(list, sizeof(list), "%s,%s", cl.eps[0], dead_ep);
 	s = make(api, list, 0);
 	CHECK(s);
 	/* each case starts clean: the keys of a previous run go */
@@ -311,15 +281,14 @@ static bool survives_member_1(void)
 	int a;
 
 	for (a = 0; a < 2; a++) {
-		with[a] = make(apis[a], eps[0], 60 * 1000);
-		without[a] = make(apis[a], eps[0], 0);
+		with[a] = make(apis[a], cl.eps[0], 60 * 1000);
+		without[a] = make(apis[a], cl.eps[0], 0);
 		CHECK(with[a] && without[a]);
 		/* the first request refreshes, at mount time */
 		CHECK(store_revision(with[a], &rev, &err) == 0);
 		CHECK(store_revision(without[a], &rev, &err) == 0);
 	}
-	CHECK(run(NULL, 0, "'%s/lib/cluster.sh' stop-member '%s' 1",
-		  tests_dir, cluster_dir) == 0);
+	CHECK(util_cluster_cmd(&cl, "stop-member", "1") == 0);
 	for (a = 0; a < 2; a++) {
 		snprintf(key, sizeof(key), "%s",
 			 apis[a] == STORE_API_V2 ? "/members-test/after" :
@@ -336,12 +305,12 @@ static bool survives_member_1(void)
 		CHECK(store_get(with[a], S("after"), 0, &kv, &err) == 0);
 		CHECK(kv.value_len == 7 && !memcmp(kv.value, "stopped", 7));
 		store_kv_release(&kv);
-		CHECK(strcmp(store_endpoint(with[a]), eps[0]) != 0);
+		CHECK(strcmp(store_endpoint(with[a]), cl.eps[0]) != 0);
 
 		memset(&err, 0, sizeof(err));
 		CHECK(store_get(without[a], S("after"), 0, &kv, &err) ==
 		      STORE_EUNREACHABLE);
-		CHECK(strstr(err.msg, eps[0]));
+		CHECK(strstr(err.msg, cl.eps[0]));
 		CHECK(store_create(without[a], S("lost"), S("x"), 0, &rev,
 				   &err) == STORE_EUNREACHABLE);
 		store_free(with[a]);
@@ -350,56 +319,22 @@ static bool survives_member_1(void)
 	return true;
 }
 
-static void cleanup(void)
-{
-	if (tmp_dir[0]) {
-		run(NULL, 0, "'%s/lib/cluster.sh' stop '%s'", tests_dir,
-		    cluster_dir);
-		run(NULL, 0, "rm -rf '%s'", tmp_dir);
-	}
-}
-
 int main(void)
 {
 	static const enum store_api apis[] = { STORE_API_V3, STORE_API_V2 };
-	char line[512], port[16];
-	const char *tmp = getenv("TMPDIR");
-	char *p, *q;
-	int a, k;
+	char port[16];
+	int a;
 
-	tests_dir = getenv("TESTS_DIR");
-	if (!tests_dir) {
-		printf("Bail out! TESTS_DIR must name the tests/ dir\n");
-		return 1;
-	}
-	snprintf(tmp_dir, sizeof(tmp_dir), "%s/etcdfs-members.XXXXXX",
-		 tmp ? tmp : "/tmp");
-	if (!mkdtemp(tmp_dir)) {
-		tmp_dir[0] = '\0';
-		printf("Bail out! cannot make a temporary dir\n");
-		return 1;
-	}
-	snprintf(cluster_dir, sizeof(cluster_dir), "%s/cluster", tmp_dir);
-	if (run(line, sizeof(line), "'%s/lib/cluster.sh' start '%s' %d "
-		"--enable-v2=true", tests_dir, cluster_dir, N_MEMBERS) != 0) {
+	if (!util_cluster_start(&cl, "members", N_MEMBERS,
+				"--enable-v2=true")) {
 		printf("Bail out! cannot start a %d-member cluster\n",
 		       N_MEMBERS);
-		cleanup();
 		return 1;
 	}
-	for (p = line, k = 0; k < N_MEMBERS; k++, p = q + 1) {
-		q = strchr(p, ',');
-		if (!q)
-			q = p + strlen(p);
-		snprintf(eps[k], sizeof(eps[k]), "%.*s", (int)(q - p), p);
-		if (!*q && k < N_MEMBERS - 1)
-			break;
-	}
-	if (k != N_MEMBERS ||
-	    run(port, sizeof(port), "'%s/lib/etcd.sh' free-port",
-		tests_dir) != 0) {
-		printf("Bail out! no endpoints in '%s'\n", line);
-		cleanup();
+	if (util_run(port, sizeof(port), "'%s/lib/etcd.sh' free-port",
+		     cl.tests_dir) != 0) {
+		printf("Bail out! no free port\n");
+		util_cluster_stop(&cl);
 		return 1;
 	}
 	snprintf(dead_ep, sizeof(dead_ep), "http://127.0.0.1:%s", port);
@@ -418,6 +353,6 @@ int main(void)
 	}
 	tap_ok(survives_member_1(), "member 1 stops: with the refresh the "
 	       "store goes on, without it it is unreachable");
-	cleanup();
+	util_cluster_stop(&cl);
 	return tap_failed ? 1 : 0;
 }

@@ -16,7 +16,7 @@ packages=(
 	libfuse3-dev fuse3 libcurl4-openssl-dev libjansson-dev
 	etcd-server etcd-client
 	inotify-tools attr bats vim nano tmux perl python3 openssl curl
-	clang libclang-rt-14-dev gnuplot-nox
+	clang libclang-rt-14-dev gnuplot-nox man-db
 )
 
 if [[ ${1:-} == --list ]]; then

@@ -13,7 +13,12 @@
 # tests/ source dir; defaults to the parent of the .bats file's dir) and
 # ETCDFS_API (v3, the default, or v2: etcd then runs with
 # --enable-v2=true, the mount gets -o api=v2 and every kv_* helper speaks
-# etcd's v2 keys API, whose key space is apart from v3's).
+# etcd's v2 keys API, whose key space is apart from v3's).  The etcd and
+# etcdctl it runs are tests/lib/etcd.sh's $ETCD_BIN and $ETCDCTL_BIN.
+#
+# The Python it runs lives in tests/lib: kv2.py and kv3.py (the two sides
+# of the kv_* helpers), fs_try.py, mount_dump.py, puts_http.py and
+# fs_put.py.
 #
 # On v2 the kv_* helpers map v3's words onto v2's: mod_revision is
 # modifiedIndex, create_revision createdIndex, the revision etcd's index
@@ -34,7 +39,18 @@
 # Functions:
 #   fs_setup [OPTS]      etcd, then fs_mount OPTS (call from setup)
 #   fs_teardown          fs_unmount, etcd_stop, checks (call from teardown)
+#   fs_live_setup [OPTS], fs_live_teardown
+#                        the same for a test that watches the mount with
+#                        inw_start: EVENTS and INW_PID set, and a daemon
+#                        the test froze (SIGSTOP) is thawed, inotifywait
+#                        stopped, before the unmount
+#   fs_require_api API   fails (with a message) unless the suite runs on
+#                        API (v3 or v2): for files of one backend only
 #   fs_mount [OPTS]      mounts with -o endpoints=...[,OPTS]; waits for it
+#                        (the daemon runs without the ETCDCTL_* variables
+#                        set here for the tests' etcdctl: fs_clean_env)
+#   fs_clean_env         sets FS_CLEAN_ENV: env(1)'s arguments that unset
+#                        ETCDCTL_*, ETCDFS_PASSWORD and NOTIFY_SOCKET
 #   fs_unmount           unmounts, waits for the daemon, checks its log
 #   wait_for SECS CMD... runs CMD every 50 ms until it succeeds
 #   fs_wait_value PATH VALUE [SECS]
@@ -88,8 +104,11 @@ source "$TESTS_DIR/lib/etcd.sh"
 # Sorting and error messages ("Stale file handle") as the tests expect.
 export LC_ALL=C
 
-# A hung test is killed rather than blocking the whole suite.
-: "${BATS_TEST_TIMEOUT:=300}"
+# A hung test is killed rather than blocking the whole suite.  A slower
+# build (the sanitizers' pass of tests/run.sh) multiplies the bound by the
+# integer $TEST_TIMEOUT_MULTIPLIER, as meson test --timeout-multiplier
+# does its own.
+: "${BATS_TEST_TIMEOUT:=$((300 * ${TEST_TIMEOUT_MULTIPLIER:-1}))}"
 export BATS_TEST_TIMEOUT
 
 # Lines in the daemon's output that mean a crash or a sanitizer finding.
@@ -137,6 +156,30 @@ fs_teardown()
 	return $rc
 }
 
+fs_live_setup()
+{
+	INW_PID=
+	EVENTS=$BATS_TEST_TMPDIR/events
+	fs_setup "$@"
+}
+
+fs_live_teardown()
+{
+	# a test that froze the daemon must not leave it frozen
+	[[ -z ${FS_PID:-} ]] || kill -CONT "$FS_PID" 2>/dev/null || true
+	inw_stop
+	fs_teardown
+}
+
+fs_require_api()
+{
+	if [[ $FS_API != "$1" ]]; then
+		echo "${BATS_TEST_FILENAME##*/} is for etcd $1 only" \
+			"(ETCDFS_API=$1; got '$FS_API')" >&2
+		return 1
+	fi
+}
+
 # True if @1 is a mountpoint in /proc/mounts; never touches the mount
 # itself, so a hung daemon cannot hang the check.
 fs_is_mounted()
@@ -163,8 +206,14 @@ fs_mount()
 		echo "'$MNT' is mounted already" >&2
 		return 1
 	fi
-	# fd 3 is bats' output: a daemon holding it would hang bats.
-	"$ETCDFS" -f -o "$opts" "$MNT" </dev/null >>"$FS_LOG" 2>&1 3>&- &
+	# fd 3 is bats' output: a daemon holding it would hang bats.  The
+	# ETCDCTL_* variables are the tests' etcdctl's: the mount gets its
+	# settings from its options only (etcdfs reads ETCDCTL_DIAL_TIMEOUT
+	# and the others when an option is missing), and no NOTIFY_SOCKET of
+	# whoever runs the tests.
+	fs_clean_env
+	env "${FS_CLEAN_ENV[@]}" "$ETCDFS" -f -o "$opts" "$MNT" </dev/null \
+		>>"$FS_LOG" 2>&1 3>&- &
 	FS_PID=$!
 	start=$SECONDS
 	while ! fs_is_mounted "$MNT"; do
@@ -186,6 +235,22 @@ fs_mount()
 		sleep 0.05
 	done
 	return 0
+}
+
+# Sets FS_CLEAN_ENV to env(1)'s arguments that unset the variables etcdfs
+# reads (ETCDCTL_*, ETCDFS_PASSWORD, NOTIFY_SOCKET): `env
+# "${FS_CLEAN_ENV[@]}" "$ETCDFS" ... &` starts the daemon itself, so that
+# $! is its pid.
+fs_clean_env()
+{
+	local v
+
+	FS_CLEAN_ENV=()
+	for v in $(compgen -e); do
+		case $v in
+		ETCDCTL_*|ETCDFS_PASSWORD|NOTIFY_SOCKET) FS_CLEAN_ENV+=(-u "$v") ;;
+		esac
+	done
 }
 
 fs_unmount()
@@ -262,224 +327,21 @@ fs_wait_value()
 	wait_for "${3:-10}" _fs_value_is "$1" "$2"
 }
 
-# The kv_* helpers on v2, over /v2/keys: python3 -c "$FS_KV2_PY" CMD ARGS.
-FS_KV2_PY=$(cat <<'EOF'
-# The v2 side of the kv_* helpers: python3 -c "$FS_KV2_PY" CMD ARGS...
-import json, os, sys, urllib.error, urllib.parse, urllib.request
-
-EP = os.environ["ETCDCTL_ENDPOINTS"].split(",")[0]
-
-
-def call(method, key, query=None, form=None):
-    """(reply JSON, etcd index) of a /v2/keys request; errors too."""
-    url = EP + "/v2/keys" + urllib.parse.quote(key, safe="/")
-    if query:
-        url += "?" + urllib.parse.urlencode(query)
-    data = urllib.parse.urlencode(form).encode() if form is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            return json.load(r), int(r.headers.get("X-Etcd-Index", 0))
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        try:
-            j = json.loads(body)
-        except ValueError:
-            sys.exit("v2 %s %s: HTTP %d %r" % (method, key, e.code, body))
-        return j, int(e.headers.get("X-Etcd-Index") or j.get("index", 0))
-
-
-def fail(j):
-    sys.exit("etcd v2: %s (%s)" % (j.get("message"), j.get("cause")))
-
-
-def node(key):
-    """The node of @key, None if there is none."""
-    j, _ = call("GET", key, {"quorum": "true"})
-    if j.get("errorCode") == 100:
-        return None
-    if "errorCode" in j:
-        fail(j)
-    return j["node"]
-
-
-def rev():
-    # the index of a quorum read, as in the mount's probe: a not-found
-    # error of an absent key carries it
-    j, index = call("GET", "/_kv2_no_such_key", {"quorum": "true"})
-    return index
-
-
-def leaves(n, out):
-    if n.get("dir"):
-        for c in n.get("nodes") or []:
-            leaves(c, out)
-    else:
-        out.append(n)
-
-
-def under(prefix):
-    """The keys (leaf nodes) whose name starts with @prefix, sorted."""
-    d = prefix[:prefix.rfind("/") + 1] if "/" in prefix else "/"
-    j, _ = call("GET", d, {"recursive": "true", "quorum": "true"})
-    if j.get("errorCode") in (100, 104):
-        return []
-    if "errorCode" in j:
-        fail(j)
-    out = []
-    leaves(j["node"], out)
-    return sorted((n for n in out if n["key"].startswith(prefix)),
-                  key=lambda n: n["key"].encode())
-
-
-def events(key, first, last, recursive):
-    """Every event on @key (and below it if @recursive) at indexes
-    first..last, by waiting on each in turn."""
-    i = first
-    while i <= last:
-        q = {"wait": "true", "waitIndex": str(i)}
-        if recursive:
-            q["recursive"] = "true"
-        j, _ = call("GET", key, q)
-        if "errorCode" in j:
-            fail(j)
-        # an expiry or a delete carries the node without a value
-        at = j["node"]["modifiedIndex"]
-        if at > last:
-            return
-        yield j
-        i = at + 1
-
-
-def version(key):
-    """How many writes @key had since it was last created, from etcd's
-    event history, as v3's version."""
-    n = node(key)
-    if n is None or n.get("dir"):
-        return None
-    last = n["modifiedIndex"]
-    first = max(1, rev() - 999)
-    v = 0 if first == 1 else None
-    for e in events(key, first, last, False):
-        if e["action"] in ("delete", "compareAndDelete", "expire"):
-            v = 0
-        elif e["node"]["key"] != key:
-            continue
-        elif "prevNode" not in e or e["prevNode"].get("dir"):
-            v = 1
-        elif v is not None:
-            v += 1
-    if v is None:
-        sys.exit("kv2: the creation of %s is older than etcd's history"
-                 % key)
-    return v
-
-
-def show(key):
-    s = key.replace("\n", "\\n")
-    return "".join(c if c.isprintable() or c == "\\" else
-                   "\\x%02x" % ord(c) for c in s)
-
-
-def value_arg(args):
-    if len(args) >= 2:
-        return args[1]
-    return sys.stdin.buffer.read().decode("utf-8")
-
-
-def main(cmd, args):
-    if cmd == "put":
-        # [--ttl SECS] KEY [VALUE]
-        form = {}
-        if args[0] == "--ttl":
-            form["ttl"] = args[1]
-            args = args[2:]
-        form["value"] = value_arg(args)
-        j, index = call("PUT", args[0], None, form)
-        if "errorCode" in j:
-            fail(j)
-        print(json.dumps({"revision": index}, separators=(",", ":")))
-    elif cmd == "get":
-        n = node(args[0])
-        if n is None or n.get("dir"):
-            return 1
-        sys.stdout.buffer.write(n.get("value", "").encode())
-    elif cmd == "has":
-        n = node(args[0])
-        return 0 if n is not None and not n.get("dir") else 1
-    elif cmd == "absent":
-        return 0 if node(args[0]) is None else 1
-    elif cmd == "meta":
-        key, field = args
-        if field == "version":
-            v = version(key)
-        else:
-            n = node(key)
-            v = None if n is None else {
-                "mod_revision": n["modifiedIndex"],
-                "create_revision": n["createdIndex"],
-                "lease": 0}[field]
-        if v is None:
-            return 1
-        print(v)
-    elif cmd in ("keys", "keys_hex"):
-        for n in under(args[0] if args else ""):
-            k = n["key"].encode()
-            print(k.hex() if cmd == "keys_hex" else k.decode())
-    elif cmd == "dump":
-        for n in under(""):
-            sys.stdout.buffer.write(n["key"].encode() + b" " +
-                                    n.get("value", "").encode() + b"\n")
-    elif cmd == "rev":
-        print(rev())
-    elif cmd == "del":
-        if args[0] == "--prefix":
-            prefix = args[1]
-            if not prefix.endswith("/"):
-                sys.exit("kv2: del --prefix takes a directory, not %r"
-                         % prefix)
-            count = len(under(prefix))
-            j, _ = call("DELETE", prefix.rstrip("/") or "/",
-                        {"recursive": "true"})
-            if j.get("errorCode") == 100:
-                count = 0
-            elif "errorCode" in j:
-                fail(j)
-        else:
-            j, _ = call("DELETE", args[0])
-            count = 1
-            if j.get("errorCode") == 100:
-                count = 0
-            elif "errorCode" in j:
-                fail(j)
-        print(count)
-    elif cmd == "history":
-        first, last = int(args[0]), int(args[1])
-        for e in events("/", first, last, True):
-            n = e["node"]
-            if e["action"] in ("delete", "compareAndDelete", "expire"):
-                kind = "RMDIR" if n.get("dir") else "DELETE"
-            else:
-                kind = "MKDIR" if n.get("dir") else "PUT"
-            print(kind, show(n["key"]))
-    else:
-        sys.exit("kv2: no command %r" % cmd)
-    return 0
-
-
-sys.exit(main(sys.argv[1], sys.argv[2:]))
-EOF
-)
-
 # The interpreter itself, not a wrapper script that finds it on each call
 # (pyenv's shim costs 0.4 s a call, and a test makes hundreds).
 FS_PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) ||
 	FS_PYTHON=python3
 [[ -n $FS_PYTHON ]] || FS_PYTHON=python3
 
+# The v2 and v3 sides of the kv_* helpers (tests/lib/kv2.py, kv3.py).
 _kv2()
 {
-	"$FS_PYTHON" -c "$FS_KV2_PY" "$@"
+	"$FS_PYTHON" "$TESTS_DIR/lib/kv2.py" "$@"
+}
+
+_kv3()
+{
+	"$FS_PYTHON" "$TESTS_DIR/lib/kv3.py" "$ETCDCTL_BIN" "$@"
 }
 
 kv_put()
@@ -492,7 +354,7 @@ kv_put()
 		return 0
 	fi
 	if (($# >= 2)); then
-		out=$(etcdctl put -w json -- "$1" "$2") || return
+		out=$("$ETCDCTL_BIN" put -w json -- "$1" "$2") || return
 		_fs_catch_up "$out"
 		return 0
 	fi
@@ -500,9 +362,9 @@ kv_put()
 	value_file=$(mktemp) || return 1
 	cat >"$value_file" || { rm -f "$value_file"; return 1; }
 	if [[ -s $value_file ]]; then
-		out=$(etcdctl put -w json -- "$1" <"$value_file")
+		out=$("$ETCDCTL_BIN" put -w json -- "$1" <"$value_file")
 	else
-		out=$(etcdctl put -w json -- "$1" "")
+		out=$("$ETCDCTL_BIN" put -w json -- "$1" "")
 	fi
 	rc=$?
 	rm -f "$value_file"
@@ -533,34 +395,13 @@ _fs_catch_up()
 	return 0
 }
 
-# Runs the Python code $2 over the JSON etcdctl prints for `get -w json`
-# of the key $1 (extra etcdctl options in $3...); `r` is the reply.
-_kv_json()
-{
-	local key=$1 code=$2
-	local -
-
-	set -o pipefail
-	shift 2
-	etcdctl get -w json "$@" -- "$key" | python3 -c "
-import base64, json, sys
-r = json.load(sys.stdin)
-$code
-"
-}
-
 kv_get()
 {
 	if fs_v2; then
 		_kv2 get "$1"
 		return
 	fi
-	_kv_json "$1" '
-kvs = r.get("kvs") or []
-if not kvs:
-    sys.exit(1)
-sys.stdout.buffer.write(base64.b64decode(kvs[0].get("value", "")))
-'
+	_kv3 get "$1"
 }
 
 kv_has()
@@ -569,7 +410,7 @@ kv_has()
 		_kv2 has "$1"
 		return
 	fi
-	_kv_json "$1" 'sys.exit(0 if r.get("kvs") else 1)'
+	_kv3 has "$1"
 }
 
 # Not `! kv_has`: bats does not fail a test on a negated command, and
@@ -580,7 +421,7 @@ kv_absent()
 		_kv2 absent "$1"
 		return
 	fi
-	_kv_json "$1" 'sys.exit(1 if r.get("kvs") else 0)'
+	_kv3 absent "$1"
 }
 
 kv_meta()
@@ -589,12 +430,7 @@ kv_meta()
 		_kv2 meta "$1" "$2"
 		return
 	fi
-	_kv_json "$1" "
-kvs = r.get('kvs') or []
-if not kvs:
-    sys.exit(1)
-print(kvs[0].get('$2', 0))
-"
+	_kv3 meta "$1" "$2"
 }
 
 kv_keys()
@@ -603,10 +439,7 @@ kv_keys()
 		_kv2 keys "${1:-}"
 		return
 	fi
-	_kv_json "${1:-}" '
-for kv in r.get("kvs") or []:
-    sys.stdout.buffer.write(base64.b64decode(kv["key"]) + b"\n")
-' --prefix --keys-only
+	_kv3 keys "${1:-}"
 }
 
 kv_keys_hex()
@@ -615,10 +448,7 @@ kv_keys_hex()
 		_kv2 keys_hex "${1:-}"
 		return
 	fi
-	_kv_json "${1:-}" '
-for kv in r.get("kvs") or []:
-    print(base64.b64decode(kv["key"]).hex())
-' --prefix --keys-only
+	_kv3 keys_hex "${1:-}"
 }
 
 kv_rev()
@@ -627,8 +457,7 @@ kv_rev()
 		_kv2 rev
 		return
 	fi
-	_kv_json "" 'print(r["header"]["revision"])' --prefix --keys-only \
-		--limit=1
+	_kv3 rev
 }
 
 kv_history()
@@ -641,41 +470,7 @@ kv_history()
 		_kv2 history "$from" "$now"
 		return
 	fi
-	python3 - "$from" "$now" <<'EOF'
-import base64, json, subprocess, sys, time
-
-first, last = int(sys.argv[1]), int(sys.argv[2])
-p = subprocess.Popen(["etcdctl", "watch", "--prefix", "", "--rev",
-                      str(first), "-w", "json"], stdout=subprocess.PIPE,
-                     stdin=subprocess.DEVNULL)
-
-def show(key):
-    s = key.decode("utf-8", "backslashreplace").replace("\n", "\\n")
-    return "".join(c if c.isprintable() or c == "\\" else
-                   "\\x%02x" % ord(c) for c in s)
-
-seen = 0
-deadline = time.time() + 20
-try:
-    while seen < last and time.time() < deadline:
-        line = p.stdout.readline()
-        if not line:
-            break
-        if not line.startswith(b"{"):
-            continue
-        for ev in json.loads(line).get("Events") or []:
-            kv = ev["kv"]
-            kind = "DELETE" if ev.get("type", 0) == 1 else "PUT"
-            print(kind, show(base64.b64decode(kv["key"])))
-            seen = max(seen, int(kv.get("mod_revision", 0)))
-finally:
-    p.kill()
-    p.wait()
-if seen < last:
-    print("kv_history: saw events up to %d of %d" % (seen, last),
-          file=sys.stderr)
-    sys.exit(1)
-EOF
+	_kv3 history "$from" "$now"
 }
 
 kv_del()
@@ -684,26 +479,16 @@ kv_del()
 		_kv2 del "$@"
 		return
 	fi
-	etcdctl del "$@"
+	"$ETCDCTL_BIN" del "$@"
 }
 
 kv_dump()
 {
-	local -
-
 	if fs_v2; then
 		_kv2 dump
 		return
 	fi
-	set -o pipefail
-	etcdctl get -w json --prefix "" | python3 -c '
-import base64, json, sys
-r = json.load(sys.stdin)
-out = [base64.b64decode(kv["key"]) + b" " +
-       base64.b64decode(kv.get("value", "")) for kv in r.get("kvs") or []]
-for line in sorted(out):
-    sys.stdout.buffer.write(line + b"\n")
-'
+	_kv3 dump
 }
 
 fs_random()
@@ -721,62 +506,11 @@ hex()
 	od -An -v -tx1 | tr -d ' \n'
 }
 
-# The helpers kv_put(key, value) and kv_get(key) of fs_try talk to etcd
-# over HTTP from the Python process itself: a fork while a file is open
-# for writing would close the child's copy of it, which is a FUSE flush,
-# which commits.
-FS_TRY_PRELUDE='
-import base64, errno, json, os, sys, time
-import urllib.error, urllib.parse, urllib.request
-args = sys.argv[1:]
-def _kv(path, req):
-    url = os.environ["ETCDCTL_ENDPOINTS"].split(",")[0] + "/v3/kv/" + path
-    body = json.dumps(req).encode()
-    with urllib.request.urlopen(url, body, timeout=20) as r:
-        return json.load(r)
-def _b64(b):
-    return base64.b64encode(b).decode()
-def _kv2(method, key, data=None):
-    url = (os.environ["ETCDCTL_ENDPOINTS"].split(",")[0] + "/v2/keys" +
-           urllib.parse.quote(key, safe="/") + "?quorum=true")
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=20) as r:
-            return json.load(r)
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
-def kv_put(key, value):
-    if os.environ.get("ETCDCTL_API") == "2":
-        _kv2("PUT", key.decode(), urllib.parse.urlencode(
-            {"value": value.decode()}).encode())
-        return
-    _kv("put", {"key": _b64(key), "value": _b64(value)})
-def kv_get(key):
-    if os.environ.get("ETCDCTL_API") == "2":
-        r = _kv2("GET", key.decode())
-        return r["node"].get("value", "").encode() if r else None
-    kvs = _kv("range", {"key": _b64(key)}).get("kvs")
-    return base64.b64decode(kvs[0].get("value", "")) if kvs else None
-def read_all(path):
-    with open(path, "rb") as f:
-        return f.read()
-'
-
+# fs_try CODE [ARGS]: tests/lib/fs_try.py, killed after $FS_TRY_TIMEOUT s.
 fs_try()
 {
-	local code=$1
-
-	shift
-	timeout "${FS_TRY_TIMEOUT:-120}" python3 -c "$FS_TRY_PRELUDE
-try:
-$(sed 's/^/    /' <<<"$code")
-except OSError as e:
-    print(errno.errorcode.get(e.errno, str(e.errno)))
-    sys.exit(1)
-print('OK')
-" "$@"
+	timeout "${FS_TRY_TIMEOUT:-120}" "$FS_PYTHON" "$TESTS_DIR/lib/fs_try.py" \
+		"$@"
 }
 
 # Remembers our etcd's command line (same ports, same data dir) for
@@ -818,9 +552,10 @@ etcd_start_again()
 
 # --- inotify events and whole-tree comparisons ---
 #
-# For live.bats, v2.bats and compaction.bats: inw_start and the others
-# use $EVENTS (a file the test names) and $INW_PID; a test that calls
-# inw_start calls inw_stop in its teardown.
+# For live.bats, v2.bats, compaction.bats and load.bats: inw_start and
+# the others use $EVENTS (a file the test names; fs_live_setup names one)
+# and $INW_PID; a test that calls inw_start calls inw_stop in its teardown
+# (fs_live_teardown does).
 
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
@@ -875,19 +610,7 @@ count_event()
 # path under the mount with a leading slash (the mount has no prefix).
 mount_dump()
 {
-	python3 - "$MNT" <<'EOF'
-import os, sys
-root = sys.argv[1]
-out = []
-for d, dirs, files in os.walk(root):
-    for f in files:
-        p = os.path.join(d, f)
-        with open(p, "rb") as fh:
-            v = fh.read()
-        out.append(b"/" + os.path.relpath(p, root).encode() + b" " + v)
-for line in sorted(out):
-    sys.stdout.buffer.write(line + b"\n")
-EOF
+	"$FS_PYTHON" "$TESTS_DIR/lib/mount_dump.py" "$MNT"
 }
 
 _dumps_equal()
@@ -911,37 +634,14 @@ wait_mirror_equal()
 
 # puts_http PREFIX N: N puts of PREFIX0000.. with values v0000.., over one
 # HTTP connection to etcd (v3: its JSON gateway; v2: /v2/keys).
-# FS_PUT_PY: Python that defines put(conn, api, key, value), one put over
-# the http.client connection conn (v3: etcd's JSON gateway; v2: /v2/keys),
-# raising RuntimeError unless etcd answers 200 or 201.
-FS_PUT_PY=$(cat <<'EOF'
-import base64, http.client, json, sys, urllib.parse
-
-
-def put(c, api, key, value):
-    b64 = lambda s: base64.b64encode(s.encode()).decode()
-    if api == "v2":
-        c.request("PUT", "/v2/keys" + urllib.parse.quote(key),
-                  urllib.parse.urlencode({"value": value}),
-                  {"Content-Type": "application/x-www-form-urlencoded"})
-    else:
-        c.request("POST", "/v3/kv/put",
-                  json.dumps({"key": b64(key), "value": b64(value)}),
-                  {"Content-Type": "application/json"})
-    r = c.getresponse()
-    r.read()
-    if r.status not in (200, 201):
-        raise RuntimeError("put %s: HTTP %d" % (key, r.status))
-EOF
-)
-
 puts_http()
 {
-	python3 -c "$FS_PUT_PY
-u = urllib.parse.urlparse(sys.argv[1])
-api, prefix, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
-c = http.client.HTTPConnection(u.hostname, u.port, timeout=20)
-for i in range(n):
-    put(c, api, '%s%04d' % (prefix, i), 'v%04d' % i)
-" "$ETCD_ENDPOINT" "$FS_API" "$1" "$2"
+	"$FS_PYTHON" -B "$TESTS_DIR/lib/puts_http.py" "$ETCD_ENDPOINT" "$FS_API" \
+		"$1" "$2"
 }
+
+# FS_PUT_PY: Python that defines put(conn, api, key, value), one put over
+# the http.client connection conn, raising RuntimeError unless etcd
+# answers 200 or 201 (tests/lib/fs_put.py's text, for python3 -c).
+# shellcheck disable=SC2034 # used by the tests
+FS_PUT_PY=$(<"$TESTS_DIR/lib/fs_put.py")

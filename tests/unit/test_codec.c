@@ -12,10 +12,8 @@
  * byte offset, and must give the same messages every time.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store.c.
+ * tested by tests/integration/test_store_*.c.
  */
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +21,7 @@
 #include <string.h>
 
 #include "etcd3_codec.h"
-#include "tap.h"
+#include "fixture.h"
 
 #ifndef TEST_DATA
 #error "TEST_DATA must name the fixture directory"
@@ -32,115 +30,17 @@
 /* the etcd v3 fixtures; tests/data/v2 holds the etcd2 backend's */
 #define FIXTURES TEST_DATA "/v3"
 
-/* ---- a growable text buffer ---- */
-
-struct text {
-	char *p;
-	size_t len;
-	size_t cap;
-};
-
-__attribute__((format(printf, 2, 3)))
-static void text_add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		abort();
-	if (t->len + (size_t)n + 1 > t->cap) {
-		t->cap = (t->len + (size_t)n + 1) * 2;
-		t->p = realloc(t->p, t->cap);
-		if (!t->p)
-			abort();
-	}
-	va_start(ap, fmt);
-	vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
-	va_end(ap);
-	t->len += (size_t)n;
-}
-
-/* Adds @len bytes of @s, quoted, with other than printable ASCII as \xNN. */
-static void text_quote(struct text *t, const char *s, size_t len)
-{
-	size_t i;
-
-	text_add(t, "\"");
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			text_add(t, "\\%c", c);
-		else if (c >= 0x20 && c < 0x7f)
-			text_add(t, "%c", c);
-		else
-			text_add(t, "\\x%02x", c);
-	}
-	text_add(t, "\"");
-}
-
-static void text_free(struct text *t)
-{
-	free(t->p);
-	memset(t, 0, sizeof(*t));
-}
-
-/* ---- fixtures ---- */
-
 /* Reads FIXTURES/@dir/@file; NULL if it cannot be read. */
 static char *read_fixture(const char *dir, const char *file, size_t *len)
 {
-	char path[512];
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s/%s", FIXTURES, dir, file);
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	for (;;) {
-		size_t got;
-
-		if (n + 4096 + 1 > cap) {
-			cap = (n + 4096 + 1) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-static const char *err_name(int code)
-{
-	static const char *const names[] = {
-		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
-		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
-		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
-	};
-
-	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
-		return "?";
-	return names[-code];
+	return fixture_read(FIXTURES, dir, file, len);
 }
 
 /* ---- dumps: what a parser made of a reply, as text ---- */
 
 static void dump_error(struct text *t, int rc, const struct store_error *e)
 {
-	text_add(t, "error %s revision=%lld\n", err_name(rc),
+	text_add(t, "error %s revision=%lld\n", fixture_err_name(rc),
 		 (long long)e->revision);
 	text_add(t, "message %s\n", e->msg);
 	if (e->code != rc)
@@ -188,36 +88,44 @@ static void dump_result(struct text *t, const char *tag,
 		dump_kv(t, "kv", &r->kvs[i]);
 }
 
-static void dump_range(struct text *t, const char *body, size_t len)
+static bool dump_range(struct text *t, const struct fixture *fx)
 {
+	const char *body = fx->input;
+	size_t len = fx->len;
 	struct etcd3_result r;
 	struct store_error e;
 	int rc = etcd3_parse_range(body, len, &r, &e);
 
 	if (rc) {
 		dump_error(t, rc, &e);
-		return;
+		return true;
 	}
 	dump_result(t, "result", &r);
 	etcd3_result_release(&r);
+	return true;
 }
 
-static void dump_put(struct text *t, const char *body, size_t len)
+static bool dump_put(struct text *t, const struct fixture *fx)
 {
+	const char *body = fx->input;
+	size_t len = fx->len;
 	struct etcd3_result r;
 	struct store_error e;
 	int rc = etcd3_parse_put(body, len, &r, &e);
 
 	if (rc) {
 		dump_error(t, rc, &e);
-		return;
+		return true;
 	}
 	dump_result(t, "result", &r);
 	etcd3_result_release(&r);
+	return true;
 }
 
-static void dump_txn(struct text *t, const char *body, size_t len)
+static bool dump_txn(struct text *t, const struct fixture *fx)
 {
+	const char *body = fx->input;
+	size_t len = fx->len;
 	struct etcd3_txn x;
 	struct store_error e;
 	size_t i;
@@ -225,30 +133,36 @@ static void dump_txn(struct text *t, const char *body, size_t len)
 
 	if (rc) {
 		dump_error(t, rc, &e);
-		return;
+		return true;
 	}
 	text_add(t, "txn revision=%lld succeeded=%s responses=%zu\n",
 		 (long long)x.revision, x.succeeded ? "true" : "false", x.n);
 	for (i = 0; i < x.n; i++)
 		dump_result(t, "response", &x.res[i]);
 	etcd3_txn_release(&x);
+	return true;
 }
 
-static void dump_lease(struct text *t, const char *body, size_t len)
+static bool dump_lease(struct text *t, const struct fixture *fx)
 {
+	const char *body = fx->input;
+	size_t len = fx->len;
 	struct store_error e;
 	int64_t id, ttl;
 	int rc = etcd3_parse_lease_grant(body, len, &id, &ttl, &e);
 
 	if (rc) {
 		dump_error(t, rc, &e);
-		return;
+		return true;
 	}
 	text_add(t, "lease id=%lld ttl=%lld\n", (long long)id, (long long)ttl);
+	return true;
 }
 
-static void dump_members(struct text *t, const char *body, size_t len)
+static bool dump_members(struct text *t, const struct fixture *fx)
 {
+	const char *body = fx->input;
+	size_t len = fx->len;
 	struct store_member *m;
 	struct store_error e;
 	size_t n, i, k;
@@ -256,7 +170,7 @@ static void dump_members(struct text *t, const char *body, size_t len)
 
 	if (rc) {
 		dump_error(t, rc, &e);
-		return;
+		return true;
 	}
 	for (i = 0; i < n; i++) {
 		text_add(t, "member id=%llu name=",
@@ -269,16 +183,17 @@ static void dump_members(struct text *t, const char *body, size_t len)
 		}
 		text_add(t, "\n");
 	}
-	etcd3_members_free(m, n);
+	store_members_free(m, n);
+	return true;
 }
 
-static void dump_error_reply(struct text *t, long status, const char *body,
-			     size_t len)
+static bool dump_error_reply(struct text *t, const struct fixture *fx)
 {
 	struct store_error e;
-	int rc = etcd3_parse_error(status, body, len, &e);
+	int rc = etcd3_parse_error(fx->status, fx->input, fx->len, &e);
 
 	dump_error(t, rc, &e);
+	return true;
 }
 
 static const char *const watch_kinds[] = {
@@ -303,8 +218,9 @@ static void dump_watch_line(struct text *t, const char *line, size_t len)
 	text_add(t, "%s revision=%lld watch_id=%lld", watch_kinds[m.kind],
 		 (long long)m.revision, (long long)m.watch_id);
 	if (m.kind == ETCD3_WATCH_CANCELED || m.kind == ETCD3_WATCH_ERROR)
-		text_add(t, " err=%s compact=%lld msg=\"%s\"", err_name(m.err),
-			 (long long)m.compact_revision, m.msg);
+		text_add(t, " err=%s compact=%lld msg=\"%s\"",
+			 fixture_err_name(m.err), (long long)m.compact_revision,
+			 m.msg);
 	text_add(t, "\n");
 	for (i = 0; i < m.n; i++) {
 		text_add(t, "event %s revision=%lld\n",
@@ -345,7 +261,7 @@ static void dump_stream(struct text *t, const char *stream, size_t len,
 		from = to;
 	}
 	if (rc)
-		text_add(t, "framer %s\n", err_name(rc));
+		text_add(t, "framer %s\n", fixture_err_name(rc));
 	rest = etcd3_framer_rest(&f, &rest_len);
 	if (rest_len) {
 		text_add(t, "unterminated\n");
@@ -354,124 +270,47 @@ static void dump_stream(struct text *t, const char *stream, size_t len,
 	etcd3_framer_release(&f);
 }
 
-/* Says where @got and @want first differ, as TAP comments. */
-static void show_diff(const char *name, const char *got, size_t got_len,
-		      const char *want, size_t want_len)
-{
-	const char *p;
-
-	tap_diag("%s: the parser's output differs from 'expected'", name);
-	for (p = got; p < got + got_len;) {
-		const char *nl = memchr(p, '\n', (size_t)(got + got_len - p));
-		int n = nl ? (int)(nl - p) : (int)(got + got_len - p);
-
-		tap_diag("got:  %.*s", n, p);
-		p += n + 1;
-	}
-	for (p = want; p < want + want_len;) {
-		const char *nl = memchr(p, '\n', (size_t)(want + want_len - p));
-		int n = nl ? (int)(nl - p) : (int)(want + want_len - p);
-
-		tap_diag("want: %.*s", n, p);
-		p += n + 1;
-	}
-}
-
 #define WATCH_MAX_LINE ((size_t)1 << 20)
 
-static bool run_fixture(const char *name)
+/*
+ * A watch fixture is a stream: framed whole, one byte at a time, and in two
+ * chunks split at every offset, it must give the same messages.
+ */
+static bool dump_watch(struct text *got, const struct fixture *fx)
 {
-	struct text got = { 0 };
-	char *input, *expected, *status_s;
-	size_t len, exp_len, st_len;
-	long status = 0;
+	struct text other = { 0 };
+	size_t cut, i, *each, len = fx->len;
 	bool ok = false;
 
-	input = read_fixture(name, "input", &len);
-	expected = read_fixture(name, "expected", &exp_len);
-	status_s = read_fixture(name, "status", &st_len);
-	if (!input || !expected) {
-		tap_diag("%s: no input or no expected", name);
+	dump_stream(got, fx->input, len, NULL, 0, WATCH_MAX_LINE);
+	each = calloc(len + 1, sizeof(*each));
+	if (!each)
+		abort();
+	for (i = 0; i + 1 < len; i++)
+		each[i] = i + 1;
+	dump_stream(&other, fx->input, len, each, len ? len - 1 : 0,
+		    WATCH_MAX_LINE);
+	free(each);
+	if (other.len != got->len || memcmp(other.p, got->p, got->len)) {
+		tap_diag("%s: fed byte by byte, it differs", fx->name);
+		fixture_show_diff(fx->name, other.p, other.len, got->p,
+				  got->len);
 		goto out;
 	}
-	if (status_s) {
-		char *end;
-
-		status = strtol(status_s, &end, 10);
-		if (end == status_s || (*end && *end != '\n')) {
-			tap_diag("%s: bad status file", name);
+	for (cut = 0; cut <= len; cut++) {
+		other.len = 0;
+		dump_stream(&other, fx->input, len, &cut, 1, WATCH_MAX_LINE);
+		if (other.len != got->len ||
+		    memcmp(other.p, got->p, got->len)) {
+			tap_diag("%s: split at %zu, it differs", fx->name, cut);
+			fixture_show_diff(fx->name, other.p, other.len, got->p,
+					  got->len);
 			goto out;
 		}
-	}
-
-	if (!strncmp(name, "range-", 6)) {
-		dump_range(&got, input, len);
-	} else if (!strncmp(name, "put-", 4)) {
-		dump_put(&got, input, len);
-	} else if (!strncmp(name, "txn-", 4)) {
-		dump_txn(&got, input, len);
-	} else if (!strncmp(name, "lease-", 6)) {
-		dump_lease(&got, input, len);
-	} else if (!strncmp(name, "members-", 8)) {
-		dump_members(&got, input, len);
-	} else if (!strncmp(name, "error-", 6)) {
-		if (!status_s) {
-			tap_diag("%s: an error fixture needs a status", name);
-			goto out;
-		}
-		dump_error_reply(&got, status, input, len);
-	} else if (!strncmp(name, "watch-", 6)) {
-		struct text other = { 0 };
-		size_t cut, i, *each;
-
-		dump_stream(&got, input, len, NULL, 0, WATCH_MAX_LINE);
-		/* one byte at a time */
-		each = calloc(len + 1, sizeof(*each));
-		if (!each)
-			abort();
-		for (i = 0; i + 1 < len; i++)
-			each[i] = i + 1;
-		dump_stream(&other, input, len, each, len ? len - 1 : 0,
-			    WATCH_MAX_LINE);
-		free(each);
-		if (other.len != got.len || memcmp(other.p, got.p, got.len)) {
-			tap_diag("%s: fed byte by byte, it differs", name);
-			show_diff(name, other.p, other.len, got.p, got.len);
-			text_free(&other);
-			goto out;
-		}
-		/* two chunks, split at every offset */
-		for (cut = 0; cut <= len; cut++) {
-			other.len = 0;
-			dump_stream(&other, input, len, &cut, 1,
-				    WATCH_MAX_LINE);
-			if (other.len != got.len ||
-			    memcmp(other.p, got.p, got.len)) {
-				tap_diag("%s: split at %zu, it differs", name,
-					 cut);
-				show_diff(name, other.p, other.len, got.p,
-					  got.len);
-				text_free(&other);
-				goto out;
-			}
-		}
-		text_free(&other);
-	} else {
-		tap_diag("%s: no parser for this name", name);
-		goto out;
-	}
-	if (!got.p)
-		text_add(&got, "%s", "");
-	if (got.len != exp_len || memcmp(got.p, expected, exp_len)) {
-		show_diff(name, got.p, got.len, expected, exp_len);
-		goto out;
 	}
 	ok = true;
 out:
-	text_free(&got);
-	free(input);
-	free(expected);
-	free(status_s);
+	text_free(&other);
 	return ok;
 }
 
@@ -537,36 +376,21 @@ static const char *const fixtures[] = {
 	"watch-truncated-last-line",
 };
 
-#define N_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
+/* Which parser reads a case: its name's prefix. */
+static const struct fixture_kind kinds[] = {
+	{ "range-", false, dump_range, NULL },
+	{ "put-", false, dump_put, NULL },
+	{ "txn-", false, dump_txn, NULL },
+	{ "lease-", false, dump_lease, NULL },
+	{ "members-", false, dump_members, NULL },
+	{ "error-", true, dump_error_reply, NULL },
+	{ "watch-", false, dump_watch, NULL },
+};
 
-/* Every directory under FIXTURES is a fixture listed above: none rots. */
-static bool every_fixture_listed(void)
-{
-	DIR *d = opendir(FIXTURES);
-	struct dirent *de;
-	size_t i, seen = 0;
-	bool ok = true;
-
-	CHECK(d);
-	while ((de = readdir(d))) {
-		bool found = false;
-
-		if (de->d_name[0] == '.')
-			continue;
-		for (i = 0; i < N_FIXTURES; i++)
-			if (!strcmp(fixtures[i], de->d_name))
-				found = true;
-		if (!found) {
-			tap_diag("fixture '%s' is not run", de->d_name);
-			ok = false;
-		}
-		seen++;
-	}
-	closedir(d);
-	CHECK(ok);
-	CHECK(seen == N_FIXTURES);
-	return true;
-}
+static const struct fixture_suite suite = {
+	FIXTURES, fixtures, FIXTURE_COUNT(fixtures), kinds,
+	FIXTURE_COUNT(kinds),
+};
 
 /* ---- base64 ---- */
 
@@ -853,7 +677,10 @@ static bool map_messages_and_codes(void)
 	CHECK(etcd3_map_error(11, "etcdserver: mvcc: required revision has "
 			      "been compacted") == STORE_ECOMPACTED);
 	CHECK(etcd3_map_error(11, NULL) == STORE_ECOMPACTED);
+	/* after the request reached etcd: a write's outcome is unknown */
 	CHECK(etcd3_map_error(14, "etcdserver: leader changed") ==
+	      STORE_EUNKNOWN);
+	CHECK(etcd3_map_error(14, "etcdserver: too many requests") ==
 	      STORE_EUNREACHABLE);
 	CHECK(etcd3_map_error(14, "etcdserver: request timed out") ==
 	      STORE_ETIMEOUT);
@@ -1033,8 +860,6 @@ static bool framing_every_chunk_size(void)
 
 int main(void)
 {
-	size_t i;
-
 	TAP_RUN(b64_rfc4648_vectors);
 	TAP_RUN(b64_round_trips);
 	TAP_RUN(b64_rejections);
@@ -1049,8 +874,6 @@ int main(void)
 	TAP_RUN(framing_stops_when_told);
 	TAP_RUN(framing_line_over_cap);
 	TAP_RUN(framing_every_chunk_size);
-	TAP_RUN(every_fixture_listed);
-	for (i = 0; i < N_FIXTURES; i++)
-		tap_ok(run_fixture(fixtures[i]), "fixture %s", fixtures[i]);
+	FIXTURE_RUN_ALL(&suite);
 	return tap_done(0);
 }

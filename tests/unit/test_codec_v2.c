@@ -13,22 +13,20 @@
  * cut at every byte and must then be refused, never half-read.  Then the
  * pure helpers: keys v2 can hold, UTF-8, the directory of a range, request
  * encoding, the error table, and the event mapping in the cases the
- * fixtures do not reach.
+ * fixtures do not reach.  Reading, comparing and listing the fixtures is
+ * tests/fixture.c's job; this file says what each parser's result is.
  *
  * What it cannot do: talk to etcd; the backend over a real server is
- * tested by tests/integration/test_store_v2.c.
+ * tested by tests/integration/test_store_v2*.c.
  */
-#include <dirent.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "etcd2_codec.h"
-#include "tap.h"
+#include "fixture.h"
 
 #ifndef TEST_DATA
 #error "TEST_DATA must name the fixture directory"
@@ -37,147 +35,6 @@
 #define FIXTURES TEST_DATA "/v2"
 
 #define S(lit) lit, sizeof(lit) - 1
-
-/* ---- a growable text buffer ---- */
-
-struct text {
-	char *p;
-	size_t len;
-	size_t cap;
-};
-
-__attribute__((format(printf, 2, 3)))
-static void text_add(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		abort();
-	if (t->len + (size_t)n + 1 > t->cap) {
-		t->cap = (t->len + (size_t)n + 1) * 2;
-		t->p = realloc(t->p, t->cap);
-		if (!t->p)
-			abort();
-	}
-	va_start(ap, fmt);
-	vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
-	va_end(ap);
-	t->len += (size_t)n;
-}
-
-/* Adds @len bytes of @s, quoted, with other than printable ASCII as \xNN. */
-static void text_quote(struct text *t, const char *s, size_t len)
-{
-	size_t i;
-
-	text_add(t, "\"");
-	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			text_add(t, "\\%c", c);
-		else if (c >= 0x20 && c < 0x7f)
-			text_add(t, "%c", c);
-		else
-			text_add(t, "\\x%02x", c);
-	}
-	text_add(t, "\"");
-}
-
-static void text_free(struct text *t)
-{
-	free(t->p);
-	memset(t, 0, sizeof(*t));
-}
-
-/* ---- fixtures ---- */
-
-/* Reads FIXTURES/@dir/@file; NULL if it cannot be read. */
-static char *read_fixture(const char *dir, const char *file, size_t *len)
-{
-	char path[512];
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s/%s", FIXTURES, dir, file);
-	f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	for (;;) {
-		size_t got;
-
-		if (n + 4096 + 1 > cap) {
-			cap = (n + 4096 + 1) * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		got = fread(buf + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-/*
- * One argument of a case's args file: the line "@name=VALUE", VALUE with
- * \xNN and \\ escapes decoded into @buf.  False if there is no such line.
- */
-static bool fixture_arg(const char *args, const char *name, char *buf,
-			size_t size, size_t *len)
-{
-	size_t nlen = strlen(name), o = 0;
-	const char *p = args;
-
-	while (p && *p) {
-		if (!strncmp(p, name, nlen) && p[nlen] == '=') {
-			p += nlen + 1;
-			while (*p && *p != '\n' && o < size) {
-				unsigned int c;
-
-				if (p[0] == '\\' && p[1] == 'x' &&
-				    sscanf(p + 2, "%2x", &c) == 1) {
-					buf[o++] = (char)c;
-					p += 4;
-				} else if (p[0] == '\\' && p[1] == '\\') {
-					buf[o++] = '\\';
-					p += 2;
-				} else {
-					buf[o++] = *p++;
-				}
-			}
-			*len = o;
-			return true;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return false;
-}
-
-static const char *err_name(int code)
-{
-	static const char *const names[] = {
-		"OK", "ENOTFOUND", "EEXISTS", "ECONFLICT", "EPRECONDITION",
-		"ECOMPACTED", "EUNREACHABLE", "ETIMEOUT", "EUNAUTHENTICATED",
-		"EPERMISSION", "ETOOLARGE", "EBADREPLY", "EINTERNAL", "EINVAL",
-		"ENOTSUP",
-	};
-
-	if (code > 0 || -code >= (int)(sizeof(names) / sizeof(names[0])))
-		return "?";
-	return names[-code];
-}
 
 static const char *action_name(enum etcd2_action a)
 {
@@ -239,7 +96,7 @@ static void dump_node(struct text *t, const char *tag,
 static void dump_reply_of(struct text *t, int rc, const char *msg,
 			  const struct etcd2_reply *r)
 {
-	text_add(t, "result %s\n", err_name(rc));
+	text_add(t, "result %s\n", fixture_err_name(rc));
 	if (rc)
 		text_add(t, "message %s\n", msg);
 	if (r->error_code) {
@@ -261,47 +118,47 @@ static void dump_reply_of(struct text *t, int rc, const char *msg,
 		text_add(t, "BUG: an error with a node\n");
 }
 
-static void dump_reply(struct text *t, long status, const char *body,
-		       size_t len)
+static bool dump_reply(struct text *t, const struct fixture *fx)
 {
 	struct etcd2_reply r;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	rc = etcd2_codec_reply(status, body, len, &r, msg, sizeof(msg));
-	dump_reply_of(t, rc, msg, &r);
+	rc = etcd2_codec_reply(fx->status, fx->input, fx->len, &r, &ce);
+	dump_reply_of(t, rc, ce.msg, &r);
 	etcd2_reply_release(&r);
+	return true;
 }
 
-static void dump_list(struct text *t, const char *body, size_t len,
-		      const char *args)
+static bool dump_list(struct text *t, const struct fixture *fx)
 {
 	struct store_list l = { 0 };
-	char lo[256], hi[256], ko[8], msg[400];
+	char lo[256], hi[256], ko[8];
+	struct store_error ce = { 0 };
 	size_t lo_len = 0, hi_len = 0, ko_len = 0, i;
 	int64_t max = -1;
 	int rc;
 
-	if (!args || !fixture_arg(args, "lo", lo, sizeof(lo), &lo_len) ||
-	    !fixture_arg(args, "hi", hi, sizeof(hi), &hi_len)) {
-		text_add(t, "BAD FIXTURE: args need lo= and hi=\n");
-		return;
+	if (!fixture_arg(fx->args, "lo", lo, sizeof(lo), &lo_len) ||
+	    !fixture_arg(fx->args, "hi", hi, sizeof(hi), &hi_len)) {
+		tap_diag("%s: args need lo= and hi=", fx->name);
+		return false;
 	}
-	if (!fixture_arg(args, "keys_only", ko, sizeof(ko), &ko_len))
+	if (!fixture_arg(fx->args, "keys_only", ko, sizeof(ko), &ko_len))
 		ko_len = 0;
-	rc = etcd2_codec_list(body, len, lo, lo_len, hi, hi_len,
-			      ko_len == 1 && ko[0] == '1', &l, &max, msg,
-			      sizeof(msg));
-	text_add(t, "result %s max_index=%lld n=%zu dir=", err_name(rc),
+	rc = etcd2_codec_list(fx->input, fx->len, lo, lo_len, hi, hi_len,
+			      ko_len == 1 && ko[0] == '1', &l, &max, &ce);
+	text_add(t, "result %s max_index=%lld n=%zu dir=", fixture_err_name(rc),
 		 (long long)max, l.n);
 	i = etcd2_codec_range_dir(lo, lo_len, hi, hi_len);
 	text_quote(t, lo, i);
 	text_add(t, "\n");
 	if (rc)
-		text_add(t, "message %s\n", msg);
+		text_add(t, "message %s\n", ce.msg);
 	for (i = 0; i < l.n; i++)
 		dump_owned_kv(t, "kv", &l.kvs[i]);
 	store_list_release(&l);
+	return true;
 }
 
 static const char *ev_name(enum store_event_type type)
@@ -324,19 +181,20 @@ static void dump_event_of(struct text *t, const struct etcd2_reply *r,
 			  const char *range_end, size_t range_end_len)
 {
 	struct store_event ev;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
 	rc = etcd2_codec_event(r, key, key_len, range_end, range_end_len, &ev,
-			       msg, sizeof(msg));
+			       &ce);
 	if (rc) {
-		text_add(t, "event %s\nmessage %s\n", err_name(rc), msg);
+		text_add(t, "event %s\nmessage %s\n", fixture_err_name(rc),
+			 ce.msg);
 		return;
 	}
 	text_add(t, "event %s revision=%lld", ev_name(ev.type),
 		 (long long)ev.revision);
 	if (ev.type == STORE_EV_ERROR)
-		text_add(t, " err=%s compact=%lld", err_name(ev.err),
+		text_add(t, " err=%s compact=%lld", fixture_err_name(ev.err),
 			 (long long)ev.compact_revision);
 	text_add(t, "\n");
 	if (ev.kv.key)
@@ -345,40 +203,40 @@ static void dump_event_of(struct text *t, const struct etcd2_reply *r,
 		dump_kv(t, "  prev_kv", &ev.prev_kv);
 }
 
-static void dump_event(struct text *t, long status, const char *body,
-		       size_t len, const char *args)
+static bool dump_event(struct text *t, const struct fixture *fx)
 {
 	struct etcd2_reply r;
-	char key[256], end[256], msg[400];
+	char key[256], end[256];
+	struct store_error ce = { 0 };
 	size_t key_len = 0, end_len = 0;
 	bool range;
 	int rc;
 
-	if (!args || !fixture_arg(args, "key", key, sizeof(key), &key_len)) {
-		text_add(t, "BAD FIXTURE: args need key=\n");
-		return;
+	if (!fixture_arg(fx->args, "key", key, sizeof(key), &key_len)) {
+		tap_diag("%s: args need key=", fx->name);
+		return false;
 	}
-	range = fixture_arg(args, "range_end", end, sizeof(end), &end_len);
-	rc = etcd2_codec_reply(status, body, len, &r, msg, sizeof(msg));
-	dump_reply_of(t, rc, msg, &r);
+	range = fixture_arg(fx->args, "range_end", end, sizeof(end), &end_len);
+	rc = etcd2_codec_reply(fx->status, fx->input, fx->len, &r, &ce);
+	dump_reply_of(t, rc, ce.msg, &r);
 	if (rc == 0)
 		dump_event_of(t, &r, key, key_len, range ? end : NULL,
 			      end_len);
 	etcd2_reply_release(&r);
+	return true;
 }
 
-static void dump_members(struct text *t, long status, const char *body,
-			 size_t len)
+static bool dump_members(struct text *t, const struct fixture *fx)
 {
 	struct store_member *m = NULL;
 	size_t n = 0, i, j;
-	char msg[400];
+	struct store_error ce = { 0 };
 	int rc;
 
-	rc = etcd2_codec_members(body, len, &m, &n, msg, sizeof(msg));
-	text_add(t, "result %s n=%zu\n", err_name(rc), n);
+	rc = etcd2_codec_members(fx->input, fx->len, &m, &n, &ce);
+	text_add(t, "result %s n=%zu\n", fixture_err_name(rc), n);
 	if (rc)
-		text_add(t, "message %s\n", msg);
+		text_add(t, "message %s\n", ce.msg);
 	for (i = 0; i < n; i++) {
 		text_add(t, "member id=%016llx name=",
 			 (unsigned long long)m[i].id);
@@ -390,44 +248,27 @@ static void dump_members(struct text *t, long status, const char *body,
 	store_members_free(m, n);
 	if (rc && (m || n))
 		text_add(t, "BUG: members on error\n");
-}
-
-/* Says where @got and @want first differ, as TAP comments. */
-static void show_diff(const char *name, const char *got, size_t got_len,
-		      const char *want, size_t want_len)
-{
-	const char *p;
-
-	tap_diag("%s: the parser's output differs from 'expected'", name);
-	for (p = got; p < got + got_len;) {
-		const char *nl = memchr(p, '\n', (size_t)(got + got_len - p));
-		int n = nl ? (int)(nl - p) : (int)(got + got_len - p);
-
-		tap_diag("got:  %.*s", n, p);
-		p += n + 1;
-	}
-	for (p = want; p < want + want_len;) {
-		const char *nl = memchr(p, '\n', (size_t)(want + want_len - p));
-		int n = nl ? (int)(nl - p) : (int)(want + want_len - p);
-
-		tap_diag("want: %.*s", n, p);
-		p += n + 1;
-	}
+	return true;
 }
 
 /*
- * Cuts the 2xx reply @body short at every byte before its last '}': each
- * cut must be refused (EBADREPLY), by the parser of @name's kind.
+ * Cuts a 2xx reply that is not malformed on purpose (no "-bad-" in its
+ * name) short at every byte before its last '}': each cut must be refused
+ * (EBADREPLY), by the parser of the case's kind.
  */
-static bool every_cut_refused(const char *name, const char *body, size_t len,
-			      const char *args)
+static bool every_cut_refused(const struct fixture *fx)
 {
+	const char *name = fx->name, *body = fx->input, *args = fx->args;
+	size_t len = fx->len;
 	const char *close = NULL;
 	struct etcd2_reply r;
-	char msg[400], lo[256], hi[256];
+	char lo[256], hi[256];
+	struct store_error ce = { 0 };
 	size_t cut, i, lo_len = 0, hi_len = 0;
 	int rc;
 
+	if (fx->status < 200 || fx->status >= 300 || strstr(name, "-bad-"))
+		return true;
 	for (i = len; i > 0; i--) {
 		if (body[i - 1] == '}') {
 			close = body + i - 1;
@@ -439,7 +280,7 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 		return false;
 	}
 	if (!strncmp(name, "list-", 5) &&
-	    (!args || !fixture_arg(args, "lo", lo, sizeof(lo), &lo_len) ||
+	    (!fixture_arg(args, "lo", lo, sizeof(lo), &lo_len) ||
 	     !fixture_arg(args, "hi", hi, sizeof(hi), &hi_len)))
 		return false;
 	for (cut = 0; cut <= (size_t)(close - body); cut++) {
@@ -454,8 +295,7 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 			int64_t max;
 
 			rc = etcd2_codec_list(part, cut, lo, lo_len, hi, hi_len,
-					      false, &l, &max, msg,
-					      sizeof(msg));
+					      false, &l, &max, &ce);
 			if (l.n)
 				rc = 1;
 			store_list_release(&l);
@@ -463,80 +303,20 @@ static bool every_cut_refused(const char *name, const char *body, size_t len,
 			struct store_member *m;
 			size_t n;
 
-			rc = etcd2_codec_members(part, cut, &m, &n, msg,
-						 sizeof(msg));
+			rc = etcd2_codec_members(part, cut, &m, &n, &ce);
 			store_members_free(m, n);
 		} else {
-			rc = etcd2_codec_reply(200, part, cut, &r, msg,
-					       sizeof(msg));
+			rc = etcd2_codec_reply(200, part, cut, &r, &ce);
 			etcd2_reply_release(&r);
 		}
 		free(part);
-		if (rc != STORE_EBADREPLY || !msg[0]) {
+		if (rc != STORE_EBADREPLY || !ce.msg[0]) {
 			tap_diag("%s: cut at %zu of %zu: %s", name, cut, len,
-				 err_name(rc));
+				 fixture_err_name(rc));
 			return false;
 		}
 	}
 	return true;
-}
-
-static bool run_fixture(const char *name)
-{
-	struct text got = { 0 };
-	char *input, *expected, *status_s, *args;
-	size_t len, exp_len, st_len, args_len;
-	long status = 0;
-	bool ok = false;
-
-	input = read_fixture(name, "input", &len);
-	expected = read_fixture(name, "expected", &exp_len);
-	status_s = read_fixture(name, "status", &st_len);
-	args = read_fixture(name, "args", &args_len);
-	if (!input || !expected || !status_s) {
-		tap_diag("%s: no input, expected or status", name);
-		goto out;
-	}
-	{
-		char *end;
-
-		status = strtol(status_s, &end, 10);
-		if (end == status_s || (*end && *end != '\n')) {
-			tap_diag("%s: bad status file", name);
-			goto out;
-		}
-	}
-
-	if (!strncmp(name, "get-", 4) || !strncmp(name, "write-", 6) ||
-	    !strncmp(name, "error-", 6)) {
-		dump_reply(&got, status, input, len);
-	} else if (!strncmp(name, "list-", 5)) {
-		dump_list(&got, input, len, args);
-	} else if (!strncmp(name, "event-", 6)) {
-		dump_event(&got, status, input, len, args);
-	} else if (!strncmp(name, "members-", 8)) {
-		dump_members(&got, status, input, len);
-	} else {
-		tap_diag("%s: no parser for this name", name);
-		goto out;
-	}
-	if (!got.p)
-		text_add(&got, "%s", "");
-	if (got.len != exp_len || memcmp(got.p, expected, exp_len)) {
-		show_diff(name, got.p, got.len, expected, exp_len);
-		goto out;
-	}
-	if (status >= 200 && status < 300 && !strstr(name, "-bad-") &&
-	    !every_cut_refused(name, input, len, args))
-		goto out;
-	ok = true;
-out:
-	text_free(&got);
-	free(input);
-	free(expected);
-	free(status_s);
-	free(args);
-	return ok;
 }
 
 static const char *const fixtures[] = {
@@ -579,41 +359,20 @@ static const char *const fixtures[] = {
 	"members-bad-urls-object", "members-bad-url-number",
 };
 
-#define N_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
+/* Which parser reads a case: its name's prefix. */
+static const struct fixture_kind kinds[] = {
+	{ "get-", true, dump_reply, every_cut_refused },
+	{ "write-", true, dump_reply, every_cut_refused },
+	{ "error-", true, dump_reply, every_cut_refused },
+	{ "list-", true, dump_list, every_cut_refused },
+	{ "event-", true, dump_event, every_cut_refused },
+	{ "members-", true, dump_members, every_cut_refused },
+};
 
-/* Every directory under FIXTURES is a fixture listed above: none rots. */
-static bool every_fixture_listed(void)
-{
-	DIR *d = opendir(FIXTURES);
-	struct dirent *de;
-	struct stat st;
-	char path[512];
-	size_t i, seen = 0;
-	bool ok = true;
-
-	CHECK(d);
-	while ((de = readdir(d))) {
-		bool found = false;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", FIXTURES, de->d_name);
-		if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-			continue;	/* capture.sh */
-		for (i = 0; i < N_FIXTURES; i++)
-			if (!strcmp(fixtures[i], de->d_name))
-				found = true;
-		if (!found) {
-			tap_diag("fixture '%s' is not run", de->d_name);
-			ok = false;
-		}
-		seen++;
-	}
-	closedir(d);
-	CHECK(ok);
-	CHECK(seen == N_FIXTURES);
-	return true;
-}
+static const struct fixture_suite suite = {
+	FIXTURES, fixtures, FIXTURE_COUNT(fixtures), kinds,
+	FIXTURE_COUNT(kinds),
+};
 
 /* ---- keys, UTF-8, ranges ---- */
 
@@ -780,8 +539,9 @@ static bool error_table(void)
 		{ 203, 400, NULL, STORE_EINVAL },
 		{ 209, 400, NULL, STORE_EINVAL },
 		{ 300, 500, "etcdserver: request timed out", STORE_ETIMEOUT },
-		{ 300, 500, "etcdserver: no leader", STORE_EUNREACHABLE },
-		{ 301, 500, NULL, STORE_EUNREACHABLE },
+		/* raft errors: the request reached etcd, maybe raft */
+		{ 300, 500, "etcdserver: no leader", STORE_EUNKNOWN },
+		{ 301, 500, NULL, STORE_EUNKNOWN },
 		{ 400, 400, NULL, STORE_EUNREACHABLE },
 		{ 401, 400, NULL, STORE_ECOMPACTED },
 		{ 999, 400, NULL, STORE_EBADREPLY },
@@ -794,8 +554,8 @@ static bool error_table(void)
 		{ 0, 414, NULL, STORE_ETOOLARGE },
 		{ 0, 431, NULL, STORE_ETOOLARGE },
 		{ 0, 429, NULL, STORE_EUNREACHABLE },
-		{ 0, 500, NULL, STORE_EUNREACHABLE },
-		{ 0, 503, NULL, STORE_EUNREACHABLE },
+		{ 0, 500, NULL, STORE_EUNKNOWN },
+		{ 0, 503, NULL, STORE_EUNKNOWN },
 		{ 0, 504, NULL, STORE_ETIMEOUT },
 		{ 0, 301, NULL, STORE_EBADREPLY },
 		{ 0, 400, NULL, STORE_EBADREPLY },
@@ -809,8 +569,9 @@ static bool error_table(void)
 					  cases[i].cause);
 		if (got != cases[i].want) {
 			tap_diag("code %d status %ld: %s, expected %s",
-				 cases[i].code, cases[i].status, err_name(got),
-				 err_name(cases[i].want));
+				 cases[i].code, cases[i].status,
+				 fixture_err_name(got),
+				 fixture_err_name(cases[i].want));
 			return false;
 		}
 	}
@@ -849,7 +610,7 @@ static bool list_appends(void)
 {
 	struct store_list l = { 0 };
 	struct store_kv kv = { 0 };
-	char msg[200];
+	struct store_error ce = { 0 };
 	int64_t max;
 
 	l.kvs = calloc(1, sizeof(*l.kvs));
@@ -861,7 +622,7 @@ static bool list_appends(void)
 	CHECK(kv.key && kv.value);
 	l.kvs[l.n++] = kv;
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/"), S("/d0"),
-			       false, &l, &max, msg, sizeof(msg)) == 0);
+			       false, &l, &max, &ce) == 0);
 	CHECK(max == 9);
 	CHECK(l.n == 4);
 	CHECK(!strcmp(l.kvs[0].key, "zzz"));
@@ -872,7 +633,7 @@ static bool list_appends(void)
 
 	/* a failure leaves what was there, and only that */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body) - 3, S("/d/"),
-			       S("/d0"), false, &l, &max, msg, sizeof(msg)) ==
+			       S("/d0"), false, &l, &max, &ce) ==
 	      STORE_EBADREPLY);
 	CHECK(l.n == 4 && max == 0);
 	store_list_release(&l);
@@ -882,32 +643,29 @@ static bool list_appends(void)
 static bool list_ranges(void)
 {
 	struct store_list l = { 0 };
-	char msg[200];
+	struct store_error ce = { 0 };
 	int64_t max;
 
 	/* [/d/a-, /d/b): the key and the subdirectory's key */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/a-"),
-			       S("/d/b"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("/d/b"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 2 && !strcmp(l.kvs[0].key, "/d/a-") &&
 	      !strcmp(l.kvs[1].key, "/d/a/z"));
 	store_list_release(&l);
 	/* one key: an empty end */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/b"), "", 0,
-			       true, &l, &max, msg, sizeof(msg)) == 0);
+			       true, &l, &max, &ce) == 0);
 	CHECK(l.n == 1 && !strcmp(l.kvs[0].key, "/d/b") &&
 	      l.kvs[0].value_len == 0 && l.kvs[0].value[0] == '\0');
 	store_list_release(&l);
 	/* no end */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/d/a0"),
-			       S("\0"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("\0"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 1 && !strcmp(l.kvs[0].key, "/d/b"));
 	store_list_release(&l);
 	/* nothing in range */
 	CHECK(etcd2_codec_list(list_body, strlen(list_body), S("/e/"),
-			       S("/e0"), false, &l, &max, msg,
-			       sizeof(msg)) == 0);
+			       S("/e0"), false, &l, &max, &ce) == 0);
 	CHECK(l.n == 0 && max == 9);
 	store_list_release(&l);
 	return true;
@@ -917,10 +675,10 @@ static bool list_ranges(void)
 
 static bool parse(const char *body, struct etcd2_reply *r)
 {
-	char msg[200];
+	struct store_error ce = { 0 };
 
-	if (etcd2_codec_reply(200, body, strlen(body), r, msg, sizeof(msg))) {
-		tap_diag("cannot parse '%s': %s", body, msg);
+	if (etcd2_codec_reply(200, body, strlen(body), r, &ce)) {
+		tap_diag("cannot parse '%s': %s", body, ce.msg);
 		return false;
 	}
 	return true;
@@ -1008,11 +766,7 @@ static bool event_mapping(void)
 
 int main(void)
 {
-	size_t i;
-
-	for (i = 0; i < N_FIXTURES; i++)
-		tap_ok(run_fixture(fixtures[i]), "fixture %s", fixtures[i]);
-	TAP_RUN(every_fixture_listed);
+	FIXTURE_RUN_ALL(&suite);
 	TAP_RUN(key_ok_cases);
 	TAP_RUN(utf8_cases);
 	TAP_RUN(range_dir_cases);

@@ -6,7 +6,7 @@
  * Nothing here talks to etcd: store_new checks its configuration without
  * contacting the cluster, so even the accepted configurations point at
  * ports nobody listens on.  What needs a server is in
- * tests/integration/test_store.c.
+ * tests/integration/test_store_*.c.
  */
 #include <ctype.h>
 #include <stdbool.h>
@@ -55,7 +55,7 @@ static const int all_codes[] = {
 	STORE_EPRECONDITION, STORE_ECOMPACTED, STORE_EUNREACHABLE,
 	STORE_ETIMEOUT, STORE_EUNAUTHENTICATED, STORE_EPERMISSION,
 	STORE_ETOOLARGE, STORE_EBADREPLY, STORE_EINTERNAL, STORE_EINVAL,
-	STORE_ENOTSUP,
+	STORE_ENOTSUP, STORE_EUNKNOWN,
 };
 
 #define N_CODES (sizeof(all_codes) / sizeof(all_codes[0]))
@@ -222,8 +222,11 @@ static bool test_new_bad_endpoints(void)
 
 	cfg.endpoints = "";
 	CHECK(new_fails(&cfg, STORE_EINVAL, "bad endpoint ''"));
-	cfg.endpoints = "127.0.0.1:2379";
-	CHECK(new_fails(&cfg, STORE_EINVAL, "bad endpoint '127.0.0.1:2379'"));
+	cfg.endpoints = "127.0.0.1";
+	CHECK(new_fails(&cfg, STORE_EINVAL, "bad endpoint '127.0.0.1'"));
+	/* a path, even one a proxy could serve: requests add their own */
+	cfg.endpoints = "http://h:1/base";
+	CHECK(new_fails(&cfg, STORE_EINVAL, "bad endpoint 'http://h:1/base'"));
 	cfg.endpoints = "ftp://127.0.0.1:2379";
 	CHECK(new_fails(&cfg, STORE_EINVAL, "bad endpoint 'ftp://"));
 	cfg.endpoints = "http://";
@@ -273,14 +276,41 @@ static bool new_endpoint_is(const char *list, const char *want)
 	return ok;
 }
 
+/* As new_endpoint_is, with insecure_skip_tls_verify (no file to check). */
+static bool new_tls_endpoint_is(const char *list, const char *want)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = list,
+		.insecure_skip_tls_verify = true,
+	};
+	struct store_error err;
+	struct store *s;
+	bool ok;
+
+	s = store_new(&cfg, &err);
+	if (!s) {
+		tap_diag("'%s' refused: %s", list, err.msg);
+		return false;
+	}
+	ok = strcmp(store_endpoint(s), want) == 0;
+	if (!ok)
+		tap_diag("'%s' became '%s'", list, store_endpoint(s));
+	store_free(s);
+	return ok;
+}
+
 static bool test_new_good_endpoints(void)
 {
 	CHECK(new_endpoint_is("http://127.0.0.1:65535",
 			      "http://127.0.0.1:65535"));
 	CHECK(new_endpoint_is("https://localhost", "https://localhost"));
 	CHECK(new_endpoint_is("http://[::1]:2379/", "http://[::1]:2379"));
-	CHECK(new_endpoint_is("http://h:1/base//", "http://h:1/base"));
+	CHECK(new_endpoint_is("http://h:1//", "http://h:1"));
 	CHECK(new_endpoint_is("  http://a:1\t,http://b:2", "http://a:1"));
+	/* etcdctl's HOST:PORT: http, or https with any TLS setting */
+	CHECK(new_endpoint_is("127.0.0.1:2379", "http://127.0.0.1:2379"));
+	CHECK(new_tls_endpoint_is("127.0.0.1:2379", "https://127.0.0.1:2379"));
 	return true;
 }
 

@@ -1,0 +1,166 @@
+/*
+ * store_members.c - the endpoint list follows the cluster's members
+ * (store_refresh_endpoints and refresh_endpoints_ms of helper/store.h)
+ *
+ * There is no thread for it (the daemon forks after the store is made,
+ * and a thread would not survive the fork): the calls that talk to etcd,
+ * and the watch when it lost its connection, first check whether a
+ * refresh is due (the interval passed, or every endpoint failed since the
+ * last one); one thread refreshes, the others go on with the list there
+ * is.  An idle mount with a connected watch does not refresh: nothing
+ * uses the list then.
+ *
+ * What it cannot do: follow a member whose client URL is not a plain
+ * http:// or https:// URL; the endpoints given stay on the list, last.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "endpoint.h"
+#include "store_i.h"
+
+/*
+ * After every endpoint failed, the members are asked again at most this
+ * often: with a cluster that is down, each try costs a connect timeout
+ * per endpoint, which a request should not pay every time.
+ */
+#define STORE_REFRESH_RETRY_MS		1000
+
+int64_t store_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool store_list_has(char *const *list, size_t n, const char *ep)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(list[i], ep) == 0)
+			return true;
+	return false;
+}
+
+int store_refresh_endpoints(struct store *s, size_t *n_out,
+			    struct store_error *err)
+{
+	struct store_priv *p = store_priv(s);
+	struct store_member *m = NULL;
+	size_t nm = 0, i, k, cap = 0, n = 0, len;
+	char **list = NULL, *ep;
+	int rc;
+
+	if (n_out)
+		*n_out = 0;
+	rc = store_members(s, &m, &nm, err);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < nm; i++)
+		cap += m[i].n_client_urls;
+	cap += p->n_endpoints;
+	list = calloc(cap ? cap : 1, sizeof(*list));
+	if (!list) {
+		rc = store_enomem(err, NULL, 0);
+		goto out;
+	}
+	/*
+	 * A member added but not started has no client URL yet; one that
+	 * advertises something that is no URL is skipped rather than
+	 * trusted: the list is what every later request goes to.
+	 */
+	for (i = 0; i < nm; i++) {
+		for (k = 0; k < m[i].n_client_urls; k++) {
+			len = strlen(m[i].client_urls[k]);
+			while (len > 0 && m[i].client_urls[k][len - 1] == '/')
+				len--;
+			ep = store_memdup(m[i].client_urls[k], len);
+			if (!ep) {
+				rc = store_enomem(err, NULL, 0);
+				goto out;
+			}
+			if (!endpoint_url_ok(ep) ||
+			    store_list_has(list, n, ep)) {
+				free(ep);
+				continue;
+			}
+			list[n++] = ep;
+		}
+	}
+	if (n == 0) {
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				"no member of the cluster has a usable client "
+				"URL; keeping the endpoints there are");
+		goto out;
+	}
+	/*
+	 * The endpoints given stay, last: a name or a proxy that leads to
+	 * whatever members there will be is the way back when all of these
+	 * are gone.
+	 */
+	for (i = 0; i < p->n_endpoints; i++) {
+		if (store_list_has(list, n, p->endpoints[i]))
+			continue;
+		list[n] = strdup(p->endpoints[i]);
+		if (!list[n]) {
+			rc = store_enomem(err, NULL, 0);
+			goto out;
+		}
+		n++;
+	}
+	rc = transport_set_endpoints(s->tr, (const char *const *)list, n,
+				     err);
+	if (rc == 0 && n_out)
+		*n_out = n;
+out:
+	if (list)
+		for (i = 0; i < n; i++)
+			free(list[i]);
+	free(list);
+	store_members_free(m, nm);
+	return rc;
+}
+
+/*
+ * Refreshes the endpoints if a refresh is due (see the top of this file).
+ * Its outcome is not the caller's: on failure the list stays as it was,
+ * and the caller's own request says what it meets.
+ */
+void store_refresh_maybe(struct store *s)
+{
+	struct store_priv *p = store_priv(s);
+	uint64_t fails;
+	int64_t now;
+	bool failed;
+
+	if (s->cfg.refresh_endpoints_ms <= 0)
+		return;
+	now = store_now_ms();
+	fails = transport_unreachable_count(s->tr);
+	failed = fails != __atomic_load_n(&p->refresh_seen, __ATOMIC_ACQUIRE);
+	if (!failed && now < __atomic_load_n(&p->refresh_next_ms,
+					     __ATOMIC_ACQUIRE))
+		return;
+	/* Another thread refreshes: use the list there is meanwhile. */
+	if (pthread_mutex_trylock(&p->refresh_lock) != 0)
+		return;
+	failed = fails != p->refresh_seen;
+	if ((failed && p->refresh_last_ms &&
+	     now - p->refresh_last_ms < STORE_REFRESH_RETRY_MS) ||
+	    (!failed && now < p->refresh_next_ms)) {
+		pthread_mutex_unlock(&p->refresh_lock);
+		return;
+	}
+	store_refresh_endpoints(s, NULL, NULL);
+	/* The refresh's own failures are no reason for another one. */
+	__atomic_store_n(&p->refresh_seen, transport_unreachable_count(s->tr),
+			 __ATOMIC_RELEASE);
+	p->refresh_last_ms = store_now_ms();
+	__atomic_store_n(&p->refresh_next_ms,
+			 p->refresh_last_ms + s->cfg.refresh_endpoints_ms,
+			 __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&p->refresh_lock);
+}

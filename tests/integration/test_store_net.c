@@ -1,0 +1,876 @@
+/*
+ * test_store_net.c - the store (helper/store.h) against a real etcd: the
+ * network: failover between endpoints, unreachable and silent servers,
+ * sizes, hostile replies (tests/lib/garbage-server.py), TLS and auth (an
+ * etcd of the case's own, through tests/lib/etcd.sh, stopped before the
+ * case returns, pass or fail)
+ *
+ * Runs under tests/lib/with-etcd, which gives it a private etcd in
+ * ETCDFS_TEST_ENDPOINTS and a scratch dir in ETCDFS_TEST_DIR.  Every case
+ * works under a key prefix of its own and cross-checks what etcd holds with
+ * etcdctl (tests/integration/ctl.c), never with the store under test.
+ *
+ * What it cannot test: a peer that vanishes in the middle of a request
+ * (test_leader.c), the etcd2 backend (test_store_v2.c).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "tap.h"
+#include "util.h"
+#include "ctl.h"
+
+extern char **environ;
+
+/* ---- a refused port ---- */
+
+/* A port on 127.0.0.1 nothing listens on (connections are refused). */
+static int dead_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	if (fd < 0)
+		return -1;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+		close(fd);
+		return -1;
+	}
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+/* ---- the garbage server ---- */
+
+struct garbage {
+	pid_t pid;
+	int port;
+	char url[64];
+};
+
+static bool garbage_start(struct garbage *g, const char *mode, size_t size)
+{
+	posix_spawn_file_actions_t fa;
+	char script[PATH_MAX], sizebuf[32], line[32];
+	const char *argv[] = { "python3", script, mode, "--size", sizebuf,
+			       "--lifetime", "300", NULL };
+	struct pollfd pfd;
+	size_t got = 0;
+	int fds[2], rc;
+	char *end;
+	long port;
+
+	memset(g, 0, sizeof(*g));
+	snprintf(script, sizeof(script), "%s/lib/garbage-server.py",
+		 util_tests_dir);
+	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return false;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	rc = posix_spawnp(&g->pid, "python3", &fa, NULL,
+			  (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		tap_diag("cannot start '%s': %s", script, strerror(rc));
+		close(fds[0]);
+		return false;
+	}
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10000) <= 0)
+			break;
+		n = read(fds[0], line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fds[0]);
+	line[got] = '\0';
+	errno = 0;
+	port = strtol(line, &end, 10);
+	if (errno || end == line || *end != '\n' || port <= 0 ||
+	    port > 65535) {
+		tap_diag("garbage server '%s' printed no port: '%s'", mode,
+			 line);
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+		g->pid = 0;
+		return false;
+	}
+	g->port = (int)port;
+	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", g->port);
+	return true;
+}
+
+static void garbage_stop(struct garbage *g)
+{
+	if (g->pid > 0) {
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+	}
+	g->pid = 0;
+}
+
+/* ---- endpoints ---- */
+
+static bool test_failover(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.prefix = "/t/fo/",
+		.connect_timeout_ms = 1000,
+	};
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	char eps[512];
+	struct store *s;
+	long long t0;
+
+	CHECK(ctl_put("/t/fo/k", "v"));
+	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d,%s",
+		 dead_port(), dead_port(), ctl_endpoint);
+	cfg.endpoints = eps;
+	s = util_store_open(&cfg);
+	CHECK(s);
+	t0 = util_now_ms();
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	CHECK(util_kv_is(&kv, S("k"), S("v")));
+	store_kv_release(&kv);
+	CHECK(util_now_ms() - t0 < 5000);
+	CHECK(strcmp(store_endpoint(s), ctl_endpoint) == 0);
+	/* and it stays there */
+	CHECK_RC(store_create(s, S("k2"), S("v2"), 0, NULL, &err), STORE_OK);
+	CHECK(ctl_has("/t/fo/k2", "v2"));
+	CHECK(strcmp(store_endpoint(s), ctl_endpoint) == 0);
+	store_free(s);
+	return true;
+}
+
+static bool test_unreachable(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.connect_timeout_ms = 1000,
+		.request_timeout_ms = 2000,
+	};
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	struct store_list l = { 0 };
+	struct store *s;
+	char eps[128];
+	long long t0;
+	int64_t rev;
+
+	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d",
+		 dead_port(), dead_port());
+	cfg.endpoints = eps;
+	s = util_store_open(&cfg);
+	CHECK(s);
+	util_watchdog_arm(20000, "test_unreachable", NULL, 0);
+	t0 = util_now_ms();
+	CHECK_RC(store_revision(s, &rev, &err), STORE_EUNREACHABLE);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNREACHABLE);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_list(s, "", 0, 0, &l, &err), STORE_EUNREACHABLE);
+	store_list_release(&l);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_create(s, S("k"), S("v"), 0, NULL, &err),
+		 STORE_EUNREACHABLE);
+	util_watchdog_disarm();
+	CHECK(util_now_ms() - t0 < 10000);
+	store_free(s);
+	return true;
+}
+
+/* ---- sizes ---- */
+
+/* A try_update that returns a value of *@arg bytes. */
+static int grow_fn(void *arg, const struct store_kv *cur,
+		   struct store_update *out)
+{
+	const size_t *big = arg;
+
+	out->value = util_xmalloc(*big);
+	memset(out->value, 'B', *big);
+	out->value_len = *big;
+	out->lease = -1;
+	return 0;
+}
+
+static bool test_too_large(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = ctl_endpoint,
+		.prefix = "/t/big/",
+	};
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	size_t big = 2u << 20;
+	char *v = util_xmalloc(big);
+	struct store *s, *s4;
+	int64_t mod;
+
+	memset(v, 'x', big);
+	s = util_store_open(&cfg);
+	CHECK(s);
+	CHECK(store_max_value_size(s) == 1536u * 1024);
+
+	/* refused by the store before sending */
+	CHECK_RC(store_create(s, S("huge"), v, big, 0, NULL, &err),
+		 STORE_ETOOLARGE);
+	CHECK(ctl_lacks("/t/big/huge"));
+
+	/* refused by etcd when the store lets it through */
+	cfg.max_value_size = 4u << 20;
+	s4 = util_store_open(&cfg);
+	CHECK(s4);
+	CHECK(store_max_value_size(s4) == 4u << 20);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_create(s4, S("huge"), v, big, 0, NULL, &err),
+		 STORE_ETOOLARGE);
+	CHECK(ctl_lacks("/t/big/huge"));
+
+	/* an update that grows too large leaves the key as it was */
+	CHECK(ctl_put("/t/big/small", "s"));
+	mod = ctl_mod("/t/big/small");
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_guaranteed_update(s, S("small"), false, NULL, NULL,
+					 grow_fn, &big, NULL, &err),
+		 STORE_ETOOLARGE);
+	CHECK(ctl_mod("/t/big/small") == mod);
+
+	/* a large value under the limit goes through whole */
+	CHECK_RC(store_create(s, S("mib"), v, 1u << 20, 0, NULL, &err),
+		 STORE_OK);
+	CHECK_RC(store_get(s, S("mib"), 0, &kv, &err), STORE_OK);
+	CHECK(util_kv_is(&kv, S("mib"), v, 1u << 20));
+	store_kv_release(&kv);
+	free(v);
+	store_free(s4);
+	store_free(s);
+	return true;
+}
+
+/* ---- hostile servers ---- */
+
+enum { OP_REVISION = 1, OP_GET = 2, OP_LIST = 4, OP_CREATE = 8 };
+
+struct garbage_case {
+	const char *mode;
+	unsigned ops;
+	int want;	/* expected error */
+	int also;	/* also acceptable (0: none) */
+};
+
+static const struct garbage_case garbage_cases[] = {
+	{ "notjson", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
+	  STORE_EBADREPLY, 0 },
+	{ "truncated", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
+	  STORE_EBADREPLY, 0 },
+	/* a reply cut off by a closed connection: lost or bad, said so */
+	{ "short", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY,
+	  STORE_EUNREACHABLE },
+	{ "badrevision", OP_REVISION | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "badkvs", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "badbase64", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "badcount", OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "oversized", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "error500", OP_REVISION | OP_GET | OP_LIST | OP_CREATE,
+	  STORE_EBADREPLY, 0 },
+	{ "nothttp", OP_REVISION | OP_GET | OP_LIST, STORE_EBADREPLY, 0 },
+	{ "silent", OP_GET, STORE_ETIMEOUT, 0 },
+	/* a write that timed out, and whose key cannot be read again */
+	{ "silent", OP_CREATE, STORE_EUNKNOWN, 0 },
+	/* accepted, then closed before any answer: nothing was received */
+	{ "close", OP_REVISION | OP_GET, STORE_EUNREACHABLE, STORE_EBADREPLY },
+};
+
+static bool garbage_op(struct store *s, const struct garbage_case *gc,
+		       unsigned op)
+{
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	struct store_list l = { 0 };
+	long long t0 = util_now_ms(), took;
+	int64_t rev = 0;
+	int rc = STORE_OK;
+	const char *name = "";
+
+	switch (op) {
+	case OP_REVISION:
+		name = "revision";
+		rc = store_revision(s, &rev, &err);
+		break;
+	case OP_GET:
+		name = "get";
+		rc = store_get(s, S("a"), 0, &kv, &err);
+		store_kv_release(&kv);
+		break;
+	case OP_LIST:
+		name = "list";
+		rc = store_list(s, "", 0, 0, &l, &err);
+		store_list_release(&l);
+		break;
+	case OP_CREATE:
+		name = "create";
+		rc = store_create(s, S("a"), S("v"), 0, NULL, &err);
+		break;
+	}
+	took = util_now_ms() - t0;
+	tap_diag("%s: %s -> %s (%lld ms): %s", gc->mode, name,
+		 store_errname(rc), took, err.msg);
+	if (rc != gc->want && (gc->also == 0 || rc != gc->also)) {
+		tap_diag("%s: %s returned %s, expected %s", gc->mode, name,
+			 store_errname(rc), store_errname(gc->want));
+		return false;
+	}
+	if (err.code != rc || err.msg[0] == '\0') {
+		tap_diag("%s: %s: err.code %d, empty message", gc->mode, name,
+			 err.code);
+		return false;
+	}
+	/* bounded: request timeout 1 s, plus connects and one retry */
+	if (took > 5000) {
+		tap_diag("%s: %s took %lld ms", gc->mode, name, took);
+		return false;
+	}
+	return true;
+}
+
+static bool test_garbage(const struct garbage_case *gc)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.connect_timeout_ms = 1000,
+		.request_timeout_ms = 1000,
+		.max_reply_size = 64 * 1024,
+	};
+	struct garbage g;
+	struct store *s;
+	bool ok = true;
+
+	if (!garbage_start(&g, gc->mode, 1u << 20))
+		return false;
+	cfg.endpoints = g.url;
+	s = util_store_open(&cfg);
+	if (!s) {
+		garbage_stop(&g);
+		return false;
+	}
+	/* each operation has 5 s (garbage_op) */
+	util_watchdog_arm(4 * 2 * 5000, "test_garbage", &g.pid, 1);
+	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
+		if (gc->ops & op)
+			ok = garbage_op(s, gc, op) && ok;
+	util_watchdog_disarm();
+	store_free(s);
+	garbage_stop(&g);
+	return ok;
+}
+
+/* A watch on a server that answers rubbish reports it and stops promptly. */
+static bool test_garbage_watch(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.connect_timeout_ms = 1000,
+		.request_timeout_ms = 1000,
+	};
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct garbage g, q;
+	struct util_evlog log;
+	struct store *s = NULL;
+	bool ok = false;
+	long long t0;
+
+	if (!garbage_start(&g, "notjson", 0))
+		return false;
+	if (!garbage_start(&q, "silent", 0)) {
+		garbage_stop(&g);
+		return false;
+	}
+	util_evlog_init(&log);
+	cfg.endpoints = g.url;
+	s = util_store_open(&cfg);
+	if (!s)
+		goto out;
+	util_watchdog_arm(30000, "test_garbage_watch", (pid_t[]){ g.pid, q.pid },
+			  2);
+	if (store_watch(s, "", 0, true, 1, util_on_event, &log, &w, &err) ==
+	    STORE_OK) {
+		ok = util_evlog_wait(&log, 1, 10000) >= 1;
+		pthread_mutex_lock(&log.lock);
+		ok = ok && log.evs[0].type == STORE_EV_ERROR &&
+		     log.evs[0].err == STORE_EBADREPLY;
+		if (!ok)
+			tap_diag("%zu events from a rubbish watch, first "
+				 "type %d err %s", log.n,
+				 log.n ? (int)log.evs[0].type : -1,
+				 log.n ? store_errname(log.evs[0].err) : "");
+		pthread_mutex_unlock(&log.lock);
+		t0 = util_now_ms();
+		store_watch_stop(w);
+		w = NULL;
+		if (util_now_ms() - t0 > 3000) {
+			tap_diag("stopping the watch took %lld ms",
+				 util_now_ms() - t0);
+			ok = false;
+		}
+	} else {
+		/* refusing it at once is as good */
+		ok = err.code == STORE_EBADREPLY;
+		tap_diag("watch on rubbish: %s: %s", store_errname(err.code),
+			 err.msg);
+	}
+	store_free(s);
+
+	/* a server that never answers: the watch waits, and stops on demand */
+	cfg.endpoints = q.url;
+	s = util_store_open(&cfg);
+	if (!s) {
+		ok = false;
+		goto out;
+	}
+	memset(&err, 0, sizeof(err));
+	if (store_watch(s, "", 0, true, 1, util_on_event, &log, &w, &err) !=
+	    STORE_OK) {
+		tap_diag("watch on a silent server: %s", err.msg);
+		ok = false;
+		goto out;
+	}
+	util_sleep_ms(1500);
+	t0 = util_now_ms();
+	store_watch_stop(w);
+	w = NULL;
+	if (util_now_ms() - t0 > 3000) {
+		tap_diag("stopping a silent watch took %lld ms",
+			 util_now_ms() - t0);
+		ok = false;
+	}
+out:
+	util_watchdog_disarm();
+	store_free(s);
+	util_evlog_release(&log);
+	garbage_stop(&q);
+	garbage_stop(&g);
+	return ok;
+}
+
+/* A request to a server that never answers times out in bounded time. */
+static bool test_timeout(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.connect_timeout_ms = 1000,
+		.request_timeout_ms = 700,
+	};
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	struct garbage g;
+	struct store *s;
+	long long t0, took;
+	int rc;
+
+	if (!garbage_start(&g, "silent", 0))
+		return false;
+	cfg.endpoints = g.url;
+	s = util_store_open(&cfg);
+	if (!s) {
+		garbage_stop(&g);
+		return false;
+	}
+	util_watchdog_arm(10000, "test_timeout", &g.pid, 1);
+	t0 = util_now_ms();
+	rc = store_get(s, S("k"), 0, &kv, &err);
+	took = util_now_ms() - t0;
+	util_watchdog_disarm();
+	store_free(s);
+	garbage_stop(&g);
+	tap_diag("timed out after %lld ms", took);
+	CHECK_RC(rc, STORE_ETIMEOUT);
+	CHECK(took >= 600 && took < 4000);
+	return true;
+}
+
+/* ---- TLS ---- */
+
+static bool tls_refused(const char *what, const char *certs, const char *ep,
+			const char *cacert, const char *cert, const char *key,
+			bool want_cert_msg)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = ep,
+		.prefix = "/tls/",
+		.connect_timeout_ms = 2000,
+		.request_timeout_ms = 3000,
+	};
+	char ca[PATH_MAX + 32], c[PATH_MAX + 32], k[PATH_MAX + 32];
+	struct store_error err = { 0 };
+	struct store *s;
+	long long t0;
+	int rc;
+
+	if (cacert) {
+		snprintf(ca, sizeof(ca), "%s/%s", certs, cacert);
+		cfg.cacert = ca;
+	}
+	if (cert) {
+		snprintf(c, sizeof(c), "%s/%s", certs, cert);
+		snprintf(k, sizeof(k), "%s/%s", certs, key);
+		cfg.cert = c;
+		cfg.key = k;
+	}
+	s = util_store_open(&cfg);
+	if (!s)
+		return false;
+	t0 = util_now_ms();
+	rc = store_create(s, S("refused"), S("x"), 0, NULL, &err);
+	store_free(s);
+	tap_diag("%s: %s (%lld ms): %s", what, store_errname(rc),
+		 util_now_ms() - t0, err.msg);
+	if (rc == STORE_OK || rc == STORE_EINTERNAL || err.code != rc ||
+	    err.msg[0] == '\0') {
+		tap_diag("%s: not refused clearly", what);
+		return false;
+	}
+	if (want_cert_msg && !strcasestr(err.msg, "certificate") &&
+	    !strcasestr(err.msg, "ssl") && !strcasestr(err.msg, "tls")) {
+		tap_diag("%s: the message does not name the certificate", what);
+		return false;
+	}
+	if (util_now_ms() - t0 > 8000) {
+		tap_diag("%s: took too long", what);
+		return false;
+	}
+	return true;
+}
+
+static bool tls_cases(struct util_etcd *e, const char *certs)
+{
+	char ca[PATH_MAX + 32], c[PATH_MAX + 32], k[PATH_MAX + 32];
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = e->endpoint,
+		.prefix = "/tls/",
+		.cacert = ca,
+		.cert = c,
+		.key = k,
+	};
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	struct ctl_list cl;
+	struct store *s;
+	char local[160];
+	const char *port;
+
+	snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+	snprintf(c, sizeof(c), "%s/client.pem", certs);
+	snprintf(k, sizeof(k), "%s/client-key.pem", certs);
+	CHECK(strncmp(e->endpoint, "https://", 8) == 0);
+
+	s = util_store_open(&cfg);
+	CHECK(s);
+	CHECK_RC(store_create(s, S("k"), S("secret"), 0, NULL, &err),
+		 STORE_OK);
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	CHECK(util_kv_is(&kv, S("k"), S("secret")));
+	store_kv_release(&kv);
+	store_free(s);
+	CHECK(ctl_range(e->ctl, "/tls/k", &cl));
+	CHECK(cl.n == 1 && util_mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
+				  S("secret")));
+	ctl_list_release(&cl);
+
+	/* the server's name is checked: localhost is in its certificate */
+	port = strrchr(e->endpoint, ':');
+	CHECK(port);
+	snprintf(local, sizeof(local), "https://localhost%s", port);
+	cfg.endpoints = local;
+	s = util_store_open(&cfg);
+	CHECK(s);
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	store_kv_release(&kv);
+	store_free(s);
+
+	CHECK(tls_refused("wrong ca", certs, e->endpoint, "other-ca.pem",
+			  "client.pem", "client-key.pem", true));
+	CHECK(tls_refused("system ca", certs, e->endpoint, NULL,
+			  "client.pem", "client-key.pem", true));
+	CHECK(tls_refused("no client certificate", certs, e->endpoint,
+			  "ca.pem", NULL, NULL, false));
+	CHECK(tls_refused("client certificate of another ca", certs,
+			  e->endpoint, "ca.pem", "other-client.pem",
+			  "other-client-key.pem", false));
+	CHECK(ctl_range(e->ctl, "/tls/refused", &cl));
+	CHECK(cl.n == 0);
+	ctl_list_release(&cl);
+	return true;
+}
+
+static bool test_tls(void)
+{
+	struct util_etcd e;
+	char certs[PATH_MAX];
+	bool ok;
+
+	snprintf(certs, sizeof(certs), "%s/certs", util_scratch);
+	CHECK(util_sh("'%s/lib/etcd.sh' certs '%s'", util_tests_dir,
+		      certs) == 0);
+	if (!util_etcd_start(&e, "etcd-tls", certs, NULL)) {
+		util_etcd_stop(&e);
+		return false;
+	}
+	ok = tls_cases(&e, certs);
+	util_etcd_stop(&e);
+	return ok;
+}
+
+/* ---- auth ---- */
+
+#define AUTH_TTL 2
+
+static bool auth_setup(struct util_etcd *e)
+{
+	static const char *cmds[] = {
+		"user add root --new-user-password=rootpw",
+		"role add root",
+		"user grant-role root root",
+		"role add rw",
+		"role grant-permission rw --prefix=true readwrite /app/",
+		"role add ro",
+		"role grant-permission ro --prefix=true read /app/",
+		"user add alice --new-user-password=alicepw",
+		"user grant-role alice rw",
+		"user add bob --new-user-password=bobpw",
+		"user grant-role bob ro",
+		"auth enable",
+	};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		CHECK(util_sh("%s %s >/dev/null 2>&1", e->ctl, cmds[i]) == 0);
+	return true;
+}
+
+static struct store *auth_store(struct util_etcd *e, const char *user,
+				const char *password, const char *prefix)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = e->endpoint,
+		.prefix = prefix,
+		.user = user,
+		.password = password,
+		.connect_timeout_ms = 2000,
+		.request_timeout_ms = 3000,
+	};
+
+	return util_store_open(&cfg);
+}
+
+static bool auth_cases(struct util_etcd *e)
+{
+	struct store_error err = { 0 };
+	struct store_kv kv = { 0 };
+	struct store_list l = { 0 };
+	struct store *s;
+	struct ctl_list cl;
+	char ctl[sizeof(e->ctl) + 64], *tok, *out, *p, *q;
+	int64_t rev;
+
+	CHECK(auth_setup(e));
+	snprintf(ctl, sizeof(ctl), "%s --user=root:rootpw", e->ctl);
+
+	/* a real user with a read-write role */
+	s = auth_store(e, "alice", "alicepw", "/app/");
+	CHECK(s);
+	CHECK_RC(store_create(s, S("k"), S("by alice"), 0, NULL, &err),
+		 STORE_OK);
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	CHECK(util_kv_is(&kv, S("k"), S("by alice")));
+	store_kv_release(&kv);
+	CHECK_RC(store_list(s, "", 0, 0, &l, &err), STORE_OK);
+	CHECK(l.n == 1);
+	store_list_release(&l);
+	CHECK(ctl_range(ctl, "/app/k", &cl));
+	CHECK(cl.n == 1 && util_mem_is(cl.kvs[0].value, cl.kvs[0].value_len,
+				  S("by alice")));
+	ctl_list_release(&cl);
+
+	/*
+	 * The token expires AUTH_TTL seconds after its last use (checked
+	 * by hand below); the store must get a new one and carry on.
+	 */
+	tok =
+	    util_sh_out("curl -s -X POST -d '{\"name\":\"alice\",\"password\":"
+			"\"alicepw\"}' %s/v3/auth/authenticate",
+			e->endpoint);
+	CHECK(tok);
+	p = strstr(tok, "\"token\":\"");
+	CHECK(p);
+	p += 9;
+	q = strchr(p, '"');
+	CHECK(q);
+	*q = '\0';
+	util_sleep_ms(AUTH_TTL * 1000 + 2000);
+	out = util_sh_out("curl -s -X POST -H 'Authorization: %s' "
+		     "-d '{\"key\":\"L2FwcC9r\"}' %s/v3/kv/range", p,
+		     e->endpoint);
+	free(tok);
+	CHECK(out);
+	if (!strstr(out, "invalid auth token"))
+		tap_diag("an idle token still works: %s", out);
+	CHECK(strstr(out, "invalid auth token"));
+	free(out);
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	CHECK(util_kv_is(&kv, S("k"), S("by alice")));
+	store_kv_release(&kv);
+	util_sleep_ms(AUTH_TTL * 1000 + 2000);
+	CHECK_RC(store_create(s, S("k2"), S("after expiry"), 0, NULL, &err),
+		 STORE_OK);
+	CHECK(ctl_range(ctl, "/app/k2", &cl));
+	CHECK(cl.n == 1);
+	ctl_list_release(&cl);
+
+	/* authenticated, but not allowed outside her prefix */
+	store_free(s);
+	s = auth_store(e, "alice", "alicepw", "/other/");
+	CHECK(s);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_create(s, S("k"), S("x"), 0, NULL, &err),
+		 STORE_EPERMISSION);
+	store_free(s);
+
+	/* a read-only user reads, and cannot write */
+	s = auth_store(e, "bob", "bobpw", "/app/");
+	CHECK(s);
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	store_kv_release(&kv);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_create(s, S("bob"), S("x"), 0, NULL, &err),
+		 STORE_EPERMISSION);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_delete(s, S("k"), NULL, NULL, NULL, &err),
+		 STORE_EPERMISSION);
+	store_free(s);
+	CHECK(ctl_range(ctl, "/app/ --prefix", &cl));
+	CHECK(cl.n == 2);
+	ctl_list_release(&cl);
+
+	/* a wrong password */
+	s = auth_store(e, "alice", "wrong", "/app/");
+	CHECK(s);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNAUTHENTICATED);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_revision(s, &rev, &err), STORE_EUNAUTHENTICATED);
+	store_free(s);
+
+	/* an unknown user */
+	s = auth_store(e, "mallory", "x", "/app/");
+	CHECK(s);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNAUTHENTICATED);
+	store_free(s);
+
+	/* no credentials on a cluster that wants them */
+	s = auth_store(e, NULL, NULL, "/app/");
+	CHECK(s);
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNAUTHENTICATED);
+	store_free(s);
+	return true;
+}
+
+/* A watch with a token gets its events. */
+static bool auth_watch(struct util_etcd *e)
+{
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct util_evlog log;
+	struct store *s = auth_store(e, "alice", "alicepw", "/app/");
+	char ctl[sizeof(e->ctl) + 64];
+	int64_t rev = 0;
+	bool ok;
+
+	CHECK(s);
+	snprintf(ctl, sizeof(ctl), "%s --user=alice:alicepw", e->ctl);
+	util_evlog_init(&log);
+	CHECK_RC(store_revision(s, &rev, &err), STORE_OK);
+	CHECK_RC(store_watch(s, "", 0, true, rev + 1, util_on_event, &log, &w,
+			     &err), STORE_OK);
+	CHECK(util_sh("%s put /app/w watched >/dev/null", ctl) == 0);
+	ok = util_evlog_wait(&log, 1, 10000) >= 1;
+	pthread_mutex_lock(&log.lock);
+	ok = ok && util_ev_is(&log.evs[0], STORE_EV_PUT, S("w"), S("watched"));
+	pthread_mutex_unlock(&log.lock);
+	store_watch_stop(w);
+	util_evlog_release(&log);
+	store_free(s);
+	return ok;
+}
+
+static bool test_auth(void)
+{
+	struct util_etcd e;
+	char args[64];
+	bool ok;
+
+	snprintf(args, sizeof(args), "--auth-token=simple --auth-token-ttl=%d",
+		 AUTH_TTL);
+	if (!util_etcd_start(&e, "etcd-auth", NULL, args)) {
+		util_etcd_stop(&e);
+		return false;
+	}
+	ok = auth_cases(&e) && auth_watch(&e);
+	util_etcd_stop(&e);
+	return ok;
+}
+
+int main(void)
+{
+	if (!ctl_setup())
+		return 1;
+	TAP_RUN(test_failover);
+	TAP_RUN(test_unreachable);
+	TAP_RUN(test_timeout);
+	TAP_RUN(test_too_large);
+	for (size_t i = 0; i < sizeof(garbage_cases) / sizeof(garbage_cases[0]);
+	     i++)
+		tap_ok(test_garbage(&garbage_cases[i]), "test_garbage_%s",
+		       garbage_cases[i].mode);
+	TAP_RUN(test_garbage_watch);
+	TAP_RUN(test_tls);
+	TAP_RUN(test_auth);
+	return tap_done(0);
+}
