@@ -626,6 +626,8 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
+	/* once answered, the release may free @h: nothing of it after */
+	bool writer = h->writer;
 	int ret;
 
 	pthread_mutex_lock(&h->lock);
@@ -635,10 +637,10 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	 * A writer's private maps may have filled the readers' pages: they
 	 * are gone before its close returns (no lock is held here).
 	 */
-	if (h->writer)
+	if (writer)
 		handle_committed(fs, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0 && !h->writer)
+	if (ret > 0 && !writer)
 		handle_committed(fs, ino);
 }
 
