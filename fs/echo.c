@@ -633,6 +633,12 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
 				      &until) != ETIMEDOUT)
 		;
+	/* its watch event came before its reply: the mirror has it now */
+	if (own_change_take(fs, e->kv.key, e->kv.key_len,
+			    e->del ? e->rev : e->kv.mod_revision)) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
 	a = plan(fs, e, path, &ndirs, dirs, ECHO_MAX_DIRS, &inv);
 	if (!ready && a != ECHO_SKIP)
 		a = ECHO_DIRECT;
