@@ -534,6 +534,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct node *dir, *n;
 	char *key;
 	size_t key_len;
+	int64_t base;
 	int err = 0;
 
 	if (fs->cfg.ro) {
@@ -553,11 +554,13 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	else
 		err = -new_file(fs, dir, name, &n);
 	if (err || n->local) {
+		if (!err)
+			n->refs++;	/* until the entry's lookup holds it */
 		pthread_mutex_unlock(&fs->lock);
 		if (err)
 			fuse_reply_err(req, err);
 		else
-			fs_reply_entry(fs, req, n);
+			fs_reply_entry_unref(fs, req, n, true);
 		return;
 	}
 	/* no close will follow: the empty key is made now */
@@ -565,22 +568,25 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	key_len = n->key_len;
 	if (key)
 		memcpy(key, n->key, key_len);
+	base = n->mod_revision;	/* read under the lock */
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
-	err = key ? -fs_commit_value(fs, n, key, key_len, n->mod_revision,
-				     "", 0, fuse_req_ctx(req)->pid, false,
-				     NULL, NULL) : ENOMEM;
+	err = key ? -fs_commit_value(fs, n, key, key_len, base, "", 0,
+				     fuse_req_ctx(req)->pid, false, NULL,
+				     NULL) : ENOMEM;
 	free(key);
 	pthread_mutex_lock(&fs->lock);
-	if (err && n->pending && n->parent) {
+	if (err && n->pending && n->parent)
 		node_drop(fs, n);
-	}
-	node_unref(fs, n);
-	pthread_mutex_unlock(&fs->lock);
-	if (err)
+	if (err) {
+		node_unref(fs, n);
+		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err == ESTALE ? EEXIST : err);
-	else
-		fs_reply_entry(fs, req, n);
+		return;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	/* still referenced: a watch event cannot free it before the reply */
+	fs_reply_entry_unref(fs, req, n, true);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

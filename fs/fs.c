@@ -122,10 +122,19 @@ static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e
 
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
 {
+	fs_reply_entry_unref(fs, req, n, false);
+}
+
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
+			  bool unref)
+{
 	struct fuse_entry_param e;
 
 	pthread_mutex_lock(&fs->lock);
 	fill_entry(fs, n, &e);
+	/* the entry's lookup holds it now: the caller's reference may go */
+	if (unref)
+		node_unref(fs, n);
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		/* the request was interrupted: the kernel took no reference */
@@ -190,14 +199,23 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 static void fs_destroy(void *userdata)
 {
 	struct fs *fs = userdata;
-	size_t i;
+	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
+	size_t i, nold;
 
-	if (fs->watch)
-		store_watch_stop(fs->watch);
+	/* taken under the lock: a relist may be replacing the watch */
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	w = fs->watch;
 	fs->watch = NULL;
-	for (i = 0; i < fs->nold; i++)
-		store_watch_stop(fs->old[i]);
+	nold = fs->nold;
+	memcpy(old, fs->old, nold * sizeof(old[0]));
 	fs->nold = 0;
+	pthread_mutex_unlock(&fs->lock);
+	/* a relist in w's thread sees stopping and returns: w's join ends */
+	if (w)
+		store_watch_stop(w);
+	for (i = 0; i < nold; i++)
+		store_watch_stop(old[i]);
 	echo_stop(fs);
 }
 
@@ -738,8 +756,9 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, err);
 		return;
 	}
+	n->refs++;	/* until the entry's lookup holds it */
 	pthread_mutex_unlock(&fs->lock);
-	fs_reply_entry(fs, req, n);
+	fs_reply_entry_unref(fs, req, n, true);
 	return;
 out:
 	pthread_mutex_unlock(&fs->lock);

@@ -249,9 +249,16 @@ struct fs {
 	size_t value_bytes;
 
 	bool loaded;			/* the first listing is in */
+	/*
+	 * The watch, and the ones compactions ended, to join.  Under lock:
+	 * the watch's own thread replaces it (live.c's relist) while
+	 * fs_destroy() may be stopping it; once stopping is set no watch is
+	 * started and a relist gives up.
+	 */
 	struct store_watch *watch;
-	struct store_watch *old[16];	/* ended by compactions, to join */
+	struct store_watch *old[16];
 	size_t nold;
+	bool stopping;
 	bool watch_ok;			/* the watch is connected */
 
 	/*
@@ -306,6 +313,13 @@ static inline struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
 	return dir;
 }
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
+/*
+ * As fs_reply_entry, for a node the caller referenced (n->refs++) under
+ * fs->lock and unlocked since: a watch event cannot free it meanwhile.
+ * The reference is dropped once the entry's lookup holds the node.
+ */
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
+			  bool unref);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
 void fs_log_store_error(const char *what, const struct store_error *err);
 

@@ -267,13 +267,22 @@ static void watch_event(void *arg, const struct store_event *ev);
 int fs_start_watch(struct fs *fs, int64_t from)
 {
 	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
 	int ret;
 
-	ret = store_watch(fs->store, "", 0, true, from, watch_event, fs,
-			  &fs->watch, &err);
+	ret = store_watch(fs->store, "", 0, true, from, watch_event, fs, &w,
+			  &err);
 	if (ret)
 		fs_log_store_error("cannot watch", &err);
 	pthread_mutex_lock(&fs->lock);
+	if (fs->stopping) {
+		/* the filesystem stopped meanwhile: no watch outlives it */
+		pthread_mutex_unlock(&fs->lock);
+		if (w)
+			store_watch_stop(w);
+		return ret ? ret : STORE_EINVAL;
+	}
+	fs->watch = w;
 	fs->watch_ok = ret == 0;
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
@@ -316,7 +325,6 @@ static void relist(struct fs *fs)
 {
 	struct store_list l = { 0 };
 	struct store_error err = { 0 };
-	struct store_watch *old = fs->watch;
 	struct node **stale = NULL;
 	size_t nstale = 0, i;
 	unsigned tries;
@@ -324,6 +332,13 @@ static void relist(struct fs *fs)
 	int64_t rev;
 
 	for (tries = 0;; tries++) {
+		pthread_mutex_lock(&fs->lock);
+		/* unmounting: the join of this thread waits for us */
+		if (fs->stopping) {
+			pthread_mutex_unlock(&fs->lock);
+			return;
+		}
+		pthread_mutex_unlock(&fs->lock);
 		if (store_list(fs->store, "", 0, 0, &l, &err)) {
 			fs_log_store_error("cannot list again after compaction",
 					&err);
@@ -368,8 +383,11 @@ static void relist(struct fs *fs)
 	if (l.revision > fs->revision)
 		fs->revision = l.revision;
 	rev = l.revision;
-	if (fs->nold < sizeof(fs->old) / sizeof(fs->old[0]))
-		fs->old[fs->nold++] = old;
+	/* this thread's watch ends when the callback returns: join it later */
+	if (fs->watch && fs->nold < sizeof(fs->old) / sizeof(fs->old[0])) {
+		fs->old[fs->nold++] = fs->watch;
+		fs->watch = NULL;
+	}
 	unlock_and_send(fs);
 	store_list_release(&l);
 	/* on failure it is logged, and the mount goes on without a watch */
