@@ -3,15 +3,42 @@
  *
  * No FUSE notification makes the kernel emit inotify events for a change
  * the daemon learned from elsewhere.  What does is a real syscall on the
- * mount: so a thread of the daemon (never a FUSE worker) replays each
- * change the watch brings on its own mountpoint -- mkdir for a new
- * directory, creat and write for a new key, open(O_TRUNC) and write for a
- * changed one, unlink for a deleted one and rmdir for a directory that
- * went with it -- and the handlers recognise their own echo by the
- * request's pid, which is this thread's id.  They apply the change to the
- * mirror right there, inside the echo's own request, and never touch etcd.
- * Watchers see CREATE, MODIFY, CLOSE_WRITE, DELETE and CREATE|ISDIR as for
- * a local change, and `inotifywait -r` follows new directories.
+ * mount, so each change the watch brings is replayed on the mountpoint --
+ * mkdir for a new directory, creat and write for a new key, open(O_TRUNC)
+ * and write for a changed one, unlink for a deleted one and rmdir for a
+ * directory that went with it -- and the handlers recognise the echo by
+ * the request's pid.  They apply the change to the mirror right there,
+ * inside the echo's own request, and never touch etcd.  Watchers see
+ * CREATE, MODIFY, CLOSE_WRITE, DELETE and CREATE|ISDIR as for a local
+ * change, and `inotifywait -r` follows new directories.
+ *
+ * The syscalls are made by the echo's process (echo_proc.c), never by the
+ * daemon: a thread of the daemon that waits on the daemon's own mount
+ * hangs it when the daemon is killed (nobody is left to answer, the
+ * process cannot finish exiting, its /dev/fuse stays open, and every
+ * access to the mount hangs instead of failing with ENOTCONN).  The
+ * process is the daemon's own binary run again (posix_spawn of
+ * /proc/self/exe, with its socket as its only descriptor but stdio: no
+ * /dev/fuse, whatever mounted it, and none of the daemon's memory), from
+ * this module's thread, once the mount is up (in the filesystem's init,
+ * so after daemonizing) and again whenever it dies or hangs.  It dies
+ * with that thread (PR_SET_PDEATHSIG), and on EOF.
+ *
+ * The thread hands the process one change at a time and waits for its
+ * answer, with fs->echo_cur set to the change, so the handlers know which
+ * change the process's requests are about.  If no answer comes within
+ * ECHO_TIMEOUT_MS, the process is killed, and echo_cur stays set until it
+ * is gone (whatever request of it is still being served must be served
+ * as the echo's); the change is applied directly and the next one gets a
+ * new process.  The watch never waits on any of this: it queues changes,
+ * and applies them directly once ECHO_QUEUE_MAX wait (fs.c).
+ *
+ * The process replays relative to the mount's root, and only while the
+ * mountpoint is the mount the daemon made (its device and mount id, from
+ * /proc/self/mountinfo in the filesystem's init, when the mount is new):
+ * after `fusermount3 -u -z`, the mount
+ * still serves the files open in it, but nothing lands in the directory
+ * underneath; the changes are applied without an echo.
  *
  * The mount's own writes are in the mirror before their watch event comes
  * back, at the same revision, so they are never echoed twice.
@@ -20,20 +47,35 @@
  * removing a name (a file that becomes a directory because keys appeared
  * below it, "%value" moving back) is applied directly, with cache
  * invalidations but no inotify event; so is a change whose path is longer
- * than PATH_MAX.
+ * than PATH_MAX, and every change while there is no echo process (it
+ * could not be started, or it is being replaced: a new one is tried after
+ * ECHO_RETRY_MS).  It needs /proc/self/exe to be etcdfs.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "echo.h"
 #include "fs_i.h"
 #include "names.h"
+
+/* How long one change's syscalls may take before the process is killed. */
+#define ECHO_TIMEOUT_MS 5000
+/* How soon a process that could not be started is tried again. */
+#define ECHO_RETRY_MS 5000
 
 enum echo_action {
 	ECHO_SKIP,
@@ -83,12 +125,13 @@ static void apply_direct(struct fs *fs, struct echo_ev *e,
 	e->applied = true;
 }
 
-/* Appends "/" and @name (@len bytes) to the path in @buf. */
+/* Appends @name (@nlen bytes) to the relative path in @buf. */
 static bool path_add(char *buf, size_t *len, const char *name, size_t nlen)
 {
 	if (*len + 1 + nlen + 1 > PATH_MAX)
 		return false;
-	buf[(*len)++] = '/';
+	if (*len)
+		buf[(*len)++] = '/';
 	memcpy(buf + *len, name, nlen);
 	*len += nlen;
 	buf[*len] = '\0';
@@ -96,15 +139,16 @@ static bool path_add(char *buf, size_t *len, const char *name, size_t nlen)
 }
 
 /*
- * Decides how to echo @e and fills the absolute paths it needs: @path the
- * file, @dirs the directories to make first (CREATE), as offsets into
- * @path where each ends, shallowest first.  fs->lock held.
+ * Decides how to echo @e and fills the paths it needs, relative to the
+ * mount's root: @path the file, @dirs the directories to make first
+ * (CREATE), as offsets into @path where each ends, shallowest first.
+ * fs->lock held.
  */
 static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 			     size_t *ndirs, size_t *dirs, size_t maxdirs,
 			     struct inval_list *inv)
 {
-	size_t plen, len = strlen(fs->cfg.mountpoint), i = 0;
+	size_t plen, len = 0, i = 0;
 	char *p = names_key_to_path(e->kv.key, e->kv.key_len, &plen);
 	struct node *dir = fs->root, *n;
 	const char *c, *end, *slash;
@@ -112,9 +156,7 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 	*ndirs = 0;
 	if (!p)
 		return ECHO_DIRECT;
-	if (len >= PATH_MAX)
-		goto direct;
-	memcpy(path, fs->cfg.mountpoint, len + 1);
+	path[0] = '\0';
 	n = tree_find_key(fs, e->kv.key, e->kv.key_len);
 	if (n && (n->local || n->pending))
 		goto direct;
@@ -175,85 +217,413 @@ skip:
 	return ECHO_SKIP;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+static int64_t now_ms(void)
 {
-	while (len) {
-		ssize_t w = write(fd, buf, len);
+	struct timespec ts;
 
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Waits until the process's socket is ready for @events, by @deadline:
+ * 0, -ETIMEDOUT, or -ECANCELED once echo_stop() was called.
+ */
+static int child_wait(struct fs *fs, short events, int64_t deadline)
+{
+	struct pollfd p[2] = {
+		{ .fd = fs->echo_child.sock, .events = events },
+		{ .fd = fs->echo_child.wake, .events = POLLIN },
+	};
+
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(p, 2, (int)(left < INT_MAX ? left : INT_MAX));
+		if (r < 0 && errno != EINTR)
 			return -errno;
+		if (r > 0 && p[1].revents)
+			return -ECANCELED;
+		if (r > 0 && p[0].revents)
+			return 0;
+	}
+}
+
+/* Sends @len bytes to the process: 0, -EPIPE if it is gone, or as above. */
+static int child_send(struct fs *fs, const void *buf, size_t len,
+		      int64_t deadline)
+{
+	const char *p = buf;
+	int err;
+
+	while (len) {
+		ssize_t w = send(fs->echo_child.sock, p, len,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w >= 0) {
+			p += w;
+			len -= (size_t)w;
+			continue;
 		}
-		buf += w;
-		len -= (size_t)w;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -EPIPE;
+		err = child_wait(fs, POLLOUT, deadline);
+		if (err)
+			return err;
 	}
 	return 0;
 }
 
-/* The syscalls of one echo; no lock held. */
-static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
-		   char *path, const size_t *dirs, size_t ndirs)
+static int child_recv(struct fs *fs, void *buf, size_t len, int64_t deadline)
 {
-	size_t i;
-	int fd;
+	char *p = buf;
+	int err;
 
-	switch (a) {
-	case ECHO_CREATE:
-		for (i = 0; i < ndirs; i++) {
-			char save = path[dirs[i]];
+	while (len) {
+		ssize_t r = recv(fs->echo_child.sock, p, len, MSG_DONTWAIT);
 
-			path[dirs[i]] = '\0';
-			if (mkdir(path, 0777) && errno != EEXIST)
-				fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: "
-					 "mkdir: %s\n", strerror(errno));
-			path[dirs[i]] = save;
-			/* time for `inotifywait -r` to watch the new one */
-			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+		if (r > 0) {
+			p += r;
+			len -= (size_t)r;
+			continue;
 		}
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-		goto write;
-	case ECHO_MODIFY:
-		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-write:
-		if (fd < 0)
+		if (r == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -EPIPE;
+		err = child_wait(fs, POLLIN, deadline);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* True if @fd is a FUSE device (/dev/fuse, 10:229). */
+static bool is_fuse_dev(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	       st.st_rdev == makedev(10, 229);
+}
+
+/*
+ * Starts the echo's process: this binary again, from this thread (its
+ * death signal is tied to the thread that made it), with the socket as
+ * ECHO_FD and every other descriptor of the daemon closed.
+ */
+static int child_spawn(struct fs *fs)
+{
+	char ppid[24];
+	char *argv[] = {
+		(char *)"etcdfs", (char *)FS_ECHO_ARG,
+		(char *)fs->cfg.mountpoint, ppid, NULL
+	};
+	char *envp[] = { NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, all;
+	int sv[2], err, fd;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	snprintf(ppid, sizeof(ppid), "%ld", (long)getpid());
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	/* no terminal's signals: it ends with the daemon, not with a ^C */
+	err = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+				       POSIX_SPAWN_SETSIGDEF |
+				       POSIX_SPAWN_SETSID);
+	if (!err)
+		err = posix_spawnattr_setsigmask(&at, &none);
+	if (!err)
+		err = posix_spawnattr_setsigdefault(&at, &all);
+	if (!err)
+		err = posix_spawn_file_actions_adddup2(&fa, sv[1], ECHO_FD);
+	if (!err)
+		err = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null",
+						       O_RDONLY, 0);
+	/*
+	 * stdout and stderr stay (a crash report must be seen), but never
+	 * as /dev/fuse: libfuse keeps 0-2 open so that it is none of them,
+	 * and this makes sure
+	 */
+	for (fd = 1; fd <= 2 && !err; fd++)
+		if (is_fuse_dev(fd))
+			err = posix_spawn_file_actions_addopen(&fa, fd,
+							       "/dev/null",
+							       O_WRONLY, 0);
+	if (!err)
+		err = posix_spawn_file_actions_addclosefrom_np(&fa,
+							       ECHO_FD + 1);
+	if (!err)
+		err = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv,
+				  envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	close(sv[1]);
+	if (err) {
+		close(sv[0]);
+		return -err;
+	}
+	fs->echo_child.sock = sv[0];
+	pthread_mutex_lock(&fs->lock);
+	fs->echo_pid = pid;
+	pthread_mutex_unlock(&fs->lock);
+	return 0;
+}
+
+/*
+ * Ends the process (killed first if @kill_it) and waits until it is gone:
+ * for ever if @patient, since a request of it that a worker is serving
+ * must be served as the echo's (echo_cur is still set); else for 2 s at
+ * most, then it is left to die.
+ */
+static void child_end(struct fs *fs, bool kill_it, bool patient)
+{
+	pid_t pid = fs->echo_pid;	/* only this thread writes it */
+	bool exited = false;
+	int i;
+
+	if (pid <= 0)
+		return;
+	if (kill_it)
+		kill(pid, SIGKILL);
+	close(fs->echo_child.sock);	/* EOF: it exits */
+	fs->echo_child.sock = -1;
+	for (i = 0; patient || i < 200; i++) {
+		siginfo_t si = { 0 };
+		int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT |
+			       (patient ? 0 : WNOHANG));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || si.si_pid == pid) {
+			exited = r == 0;
 			break;
-		if (e->kv.value_len)
-			write_all(fd, e->kv.value, e->kv.value_len);
-		else if (a == ECHO_MODIFY && ftruncate(fd, 0))
-			fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: ftruncate: "
-				 "%s\n", strerror(errno));
-		close(fd);
+		}
+		if (i == 100)
+			kill(pid, SIGKILL);
+		nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	}
+	/* not the echo's any more before its pid can be another's */
+	pthread_mutex_lock(&fs->lock);
+	fs->echo_pid = 0;
+	pthread_mutex_unlock(&fs->lock);
+	if (exited)
+		waitpid(pid, NULL, 0);
+}
+
+/*
+ * One message and its answer.  On a timeout the process is killed; when
+ * it is gone (or stopped) it is reaped; either way the next change
+ * starts a new one.
+ */
+static int child_call(struct fs *fs, const struct echo_msg *m,
+		      const char *path, const char *value,
+		      struct echo_answer *a, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	int err;
+
+	err = child_send(fs, m, sizeof(*m), deadline);
+	if (!err)
+		err = child_send(fs, path, m->path_len, deadline);
+	if (!err)
+		err = child_send(fs, value, m->value_len, deadline);
+	if (!err)
+		err = child_recv(fs, a, sizeof(*a), deadline);
+	switch (err) {
+	case 0:
+		return 0;
+	case -ECANCELED:
+		child_end(fs, true, false);
 		break;
-	case ECHO_DELETE:
-		if (unlink(path))
-			break;
-		/* the directories that held only this key go with it */
-		for (;;) {
-			char *slash = strrchr(path, '/');
-
-			if (!slash || (size_t)(slash - path) <=
-			    strlen(fs->cfg.mountpoint))
-				break;
-			*slash = '\0';
-			if (rmdir(path))
-				break;
-		}
+	case -ETIMEDOUT:
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: echo: no answer within "
+			 "%d ms: starting another echo process\n", timeout_ms);
+		child_end(fs, true, true);
 		break;
 	default:
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: echo: the echo process "
+			 "exited: starting another\n");
+		child_end(fs, false, true);
 		break;
 	}
+	fs->echo_child.retry_at = now_ms();
+	return err;
+}
+
+/* Undoes mountinfo's octal escapes ("\040" for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+				      (s[3] - '0'));
+			s += 4;
+		} else {
+			*d++ = *s++;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * Reads one line of /proc/self/mountinfo ("ID PARENT MAJ:MIN ROOT
+ * MOUNTPOINT OPTS [TAGS...] - FSTYPE ..."): true if it is a FUSE mount
+ * at @mountpoint, with its id and device.
+ */
+static bool mountinfo_line(char *line, const char *mountpoint,
+			   uint64_t *id, uint64_t *dev)
+{
+	char *f[5], *save = NULL, *end, *sep = strstr(line, " - ");
+	unsigned long maj, min;
+	int i;
+
+	if (!sep)
+		return false;
+	*sep = '\0';
+	for (i = 0; i < 5; i++) {
+		f[i] = strtok_r(i ? NULL : line, " ", &save);
+		if (!f[i])
+			return false;
+	}
+	unescape(f[4]);
+	if (strcmp(f[4], mountpoint) || strncmp(sep + 3, "fuse", 4))
+		return false;
+	errno = 0;
+	*id = strtoull(f[0], &end, 10);
+	if (errno || *end)
+		return false;
+	maj = strtoul(f[2], &end, 10);
+	if (errno || *end != ':')
+		return false;
+	min = strtoul(end + 1, &end, 10);
+	if (errno || *end)
+		return false;
+	*dev = makedev(maj, min);
+	return true;
+}
+
+/*
+ * The mount's identity, while it is new (in the filesystem's init):
+ * the last FUSE mount at the mountpoint in /proc/self/mountinfo, the one
+ * on top.  Read from /proc, not from the mount, which the daemon must
+ * never touch.
+ */
+static int find_mount(struct fs *fs)
+{
+	struct echo_child *c = &fs->echo_child;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	uint64_t id, dev;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		if (mountinfo_line(line, fs->cfg.mountpoint, &id, &dev)) {
+			c->mnt_id = id;
+			c->dev = dev;
+			c->root_known = true;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!c->root_known)
+		return -ENOENT;
+	fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%s' is device %u:%u, mount "
+		 "%llu\n", fs->cfg.mountpoint, major(c->dev), minor(c->dev),
+		 (unsigned long long)c->mnt_id);
+	return 0;
+}
+
+/* True if there is an echo process; starts one if there is none. */
+static bool child_ready(struct fs *fs)
+{
+	struct echo_child *c = &fs->echo_child;
+	int err;
+
+	if (fs->echo_pid > 0)
+		return true;
+	if (now_ms() < c->retry_at)
+		return false;
+	err = child_spawn(fs);
+	if (!err)
+		return true;
+	c->retry_at = now_ms() + ECHO_RETRY_MS;
+	fuse_log(c->failures++ ? FUSE_LOG_DEBUG : FUSE_LOG_WARNING,
+		 "etcdfs: echo: cannot start the echo process for '%s': %s: "
+		 "remote changes do not show as inotify events\n",
+		 fs->cfg.mountpoint, strerror(-err));
+	return false;
+}
+
+/* Hands the syscalls of @e to the process; no lock held. */
+static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
+		   const char *path, const size_t *dirs, size_t ndirs)
+{
+	struct echo_child *c = &fs->echo_child;
+	struct echo_msg m = {
+		.op = a == ECHO_CREATE ? ECHO_OP_CREATE :
+		      a == ECHO_MODIFY ? ECHO_OP_MODIFY : ECHO_OP_DELETE,
+		.path_len = (uint32_t)strlen(path),
+		.ndirs = (uint32_t)ndirs,
+		.value_len = e->del ? 0 : e->kv.value_len,
+		.dev = c->dev,
+		.mnt_id = c->mnt_id,
+	};
+	struct echo_answer ans;
+	size_t i;
+	int err;
+
+	for (i = 0; i < ndirs; i++)
+		m.dirs[i] = (uint32_t)dirs[i];
+	err = child_call(fs, &m, path, e->del ? NULL : e->kv.value, &ans,
+			 ECHO_TIMEOUT_MS);
+	if (err)
+		return;
+	if (ans.flags & ECHO_F_GONE) {
+		if (!c->gone)
+			fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is not "
+				 "this mount any more (%s): remote changes are "
+				 "not replayed there\n", fs->cfg.mountpoint,
+				 strerror(-ans.err));
+		c->gone = true;
+		return;
+	}
+	if (c->gone)
+		fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is this mount "
+			 "again\n", fs->cfg.mountpoint);
+	c->gone = false;
+	if (ans.err)
+		fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%s': %s\n", path,
+			 strerror(-ans.err));
 }
 
 static void echo_one(struct fs *fs, struct echo_ev *e)
 {
 	struct inval_list inv = { 0 };
-	size_t dirs[64], ndirs = 0;
+	size_t dirs[ECHO_MAX_DIRS], ndirs = 0;
 	char path[PATH_MAX];
 	enum echo_action a;
 	struct node *n;
-
 	struct timespec until;
+	bool ready = child_ready(fs);
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 10;
@@ -263,7 +633,15 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
 				      &until) != ETIMEDOUT)
 		;
-	a = plan(fs, e, path, &ndirs, dirs, 64, &inv);
+	/* its watch event came before its reply: the mirror has it now */
+	if (own_change_take(fs, e->kv.key, e->kv.key_len,
+			    e->del ? e->rev : e->kv.mod_revision)) {
+		pthread_mutex_unlock(&fs->lock);
+		return;
+	}
+	a = plan(fs, e, path, &ndirs, dirs, ECHO_MAX_DIRS, &inv);
+	if (!ready && a != ECHO_SKIP)
+		a = ECHO_DIRECT;
 	if (a == ECHO_DIRECT)
 		apply_direct(fs, e, &inv);
 	if (a == ECHO_SKIP || a == ECHO_DIRECT) {
@@ -297,9 +675,8 @@ static void *echo_main(void *arg)
 {
 	struct fs *fs = arg;
 
+	child_ready(fs);
 	pthread_mutex_lock(&fs->echo_lock);
-	fs->echo_tid = (pid_t)syscall(SYS_gettid);
-	pthread_cond_broadcast(&fs->echo_cond);
 	while (!fs->echo_stop) {
 		struct echo_ev *e = fs->echo_head;
 
@@ -314,11 +691,15 @@ static void *echo_main(void *arg)
 		pthread_mutex_unlock(&fs->echo_lock);
 		echo_one(fs, e);
 		ev_free(e);
+		/* one that died or hung is replaced at once, not at the next */
+		if (fs->echo_pid <= 0)
+			child_ready(fs);
 		pthread_mutex_lock(&fs->echo_lock);
 		fs->echo_done++;
 		pthread_cond_broadcast(&fs->echo_cond);
 	}
 	pthread_mutex_unlock(&fs->echo_lock);
+	child_end(fs, false, false);
 	return NULL;
 }
 
@@ -327,18 +708,30 @@ int echo_start(struct fs *fs)
 	sigset_t all, old;
 	int ret;
 
+	memset(&fs->echo_child, 0, sizeof(fs->echo_child));
+	fs->echo_child.sock = -1;
+	ret = find_mount(fs);
+	if (ret) {
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: echo: cannot find the mount "
+			 "'%s' in /proc/self/mountinfo: %s\n",
+			 fs->cfg.mountpoint, strerror(-ret));
+		return ret;
+	}
+	fs->echo_child.wake = eventfd(0, EFD_CLOEXEC);
+	if (fs->echo_child.wake < 0)
+		return -errno;
 	/* FUSE's signal handlers must keep running on the main thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	ret = pthread_create(&fs->echo_thread, NULL, echo_main, fs);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
+	if (ret) {
+		close(fs->echo_child.wake);
 		return -ret;
-	pthread_mutex_lock(&fs->echo_lock);
-	while (!fs->echo_tid)
-		pthread_cond_wait(&fs->echo_cond, &fs->echo_lock);
+	}
+	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = true;
-	pthread_mutex_unlock(&fs->echo_lock);
+	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
 
@@ -352,8 +745,15 @@ void echo_stop(struct fs *fs)
 	fs->echo_stop = true;
 	pthread_cond_broadcast(&fs->echo_cond);
 	pthread_mutex_unlock(&fs->echo_lock);
+	/* wakes the thread if it waits on the process */
+	if (eventfd_write(fs->echo_child.wake, 1))
+		fuse_log(FUSE_LOG_ERR, "etcdfs: echo: cannot wake the echo "
+			 "thread: %s\n", strerror(errno));
 	pthread_join(fs->echo_thread, NULL);
+	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = false;
+	pthread_mutex_unlock(&fs->lock);
+	close(fs->echo_child.wake);
 	for (e = fs->echo_head; e; e = next) {
 		next = e->next;
 		ev_free(e);
@@ -364,7 +764,7 @@ void echo_stop(struct fs *fs)
 
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req)
 {
-	if (!fs->echo_running || fuse_req_ctx(req)->pid != fs->echo_tid)
+	if (fs->echo_pid <= 0 || fuse_req_ctx(req)->pid != fs->echo_pid)
 		return NULL;
 	return fs->echo_cur;
 }

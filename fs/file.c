@@ -1,19 +1,9 @@
 /*
- * file.c - open files: snapshots for reading, buffers for writing, and the
- * commit of a buffer to etcd as one compare-and-swap
+ * file.c - open files: snapshots for reading, buffers for writing
  *
  * An open file of a key holds its own copy of the value, taken at open, so
- * what it reads never changes under it.  Writes go to that copy.  The copy
- * is committed at flush (close), fsync or release, once, as a guaranteed
- * update preconditioned on the revision the copy was based on (or on a pin,
- * see xattr.c): if someone else changed the key meanwhile, the commit fails
- * with ESTALE and etcd keeps their value.
- *
- * A flush commits only when data was written or the file is new: a file
- * opened with O_TRUNC and not yet written (new or not) is committed at
- * release or fsync, because shells open, dup2() and close() a
- * redirection's file before the command writes to it, and that close must
- * not store an empty value in between.
+ * what it reads never changes under it.  Writes go to that copy, which
+ * commit.c commits to etcd.
  *
  * Temp files of editors and tools (fs/temp.h) live in memory only:
  * their content is the node's value, shared by every open file.
@@ -28,119 +18,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_i.h"
 #include "names.h"
 
-struct handle {
-	pthread_mutex_t lock;	/* guards the fields below but node */
-	struct node *node;	/* referenced; fields under fs->lock */
-	bool local;		/* the node's value is the content */
-	char *buf;		/* the copy: NUL-terminated past len */
-	size_t len;
-	size_t cap;
-	int64_t base;		/* the revision buf is based on; 0: absent */
-	bool dirty;		/* written since the last commit */
-	bool truncated;		/* opened with O_TRUNC, not written yet */
-	bool failed;		/* a commit failed: do not try again */
-	int failed_err;		/* what close says then, if not 0 */
-	bool trunc_waiting;	/* counted in node->trunc_waiting */
-	struct handle *nnext;	/* in node->handles, under fs->lock */
-	bool writer;		/* opened for writing */
-	bool written;		/* write() was called */
-	bool append;
-	bool echo;		/* the echo thread's: writes are no-ops */
-	pid_t pid;		/* the opener, whose pins apply */
-};
-
 static struct fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-static struct handle *handle_of(struct fuse_file_info *fi)
-{
-	return (struct handle *)(uintptr_t)fi->fh;
-}
-
-static int grow(char **buf, size_t *cap, size_t need)
-{
-	size_t nc;
-	char *nb;
-
-	if (need + 1 <= *cap)
-		return 0;
-	nc = *cap ? *cap : 64;
-	while (nc < need + 1)
-		nc *= 2;
-	nb = realloc(*buf, nc);
-	if (!nb)
-		return -ENOMEM;
-	*buf = nb;
-	*cap = nc;
-	return 0;
-}
-
-/* Sets the length of @buf to @size, zero-filling what it grows by. */
-static int resize(char **buf, size_t *len, size_t *cap, size_t size)
-{
-	if (grow(buf, cap, size))
-		return -ENOMEM;
-	if (size > *len)
-		memset(*buf + *len, 0, size - *len);
-	*len = size;
-	(*buf)[size] = '\0';
-	return 0;
-}
-
-/* Resizes a local node's content; fs->lock held. */
-static int local_resize(struct fs *fs, struct node *n, size_t size)
-{
-	size_t cap = n->value_cap ? n->value_cap + 1 : 0;
-	int ret;
-
-	if (!n->value)
-		cap = 0;
-	lru_unlink(fs, n);
-	ret = resize(&n->value, &n->size, &cap, size);
-	if (!ret)
-		n->value_cap = cap - 1;
-	lru_link(fs, n);
-	fs_now(&n->mtime);
-	return ret;
-}
-
-/*
- * The largest value a put of @key_len bytes of key may carry: etcd's limit
- * is on the whole request, which names the key three times.
- */
-static size_t value_limit(struct fs *fs, size_t key_len)
-{
-	size_t max = store_max_value_size(fs->store), over = 3 * key_len + 512;
-
-	return max > over ? max - over : 0;
-}
-
-struct update_arg {
-	const char *data;
-	size_t len;
-};
-
-static int put_value(void *arg, const struct store_kv *cur,
-		     struct store_update *out)
-{
-	struct update_arg *a = arg;
-
-	out->value = malloc(a->len + 1);
-	if (!out->value)
-		return STORE_EINTERNAL;
-	memcpy(out->value, a->data, a->len);
-	out->value[a->len] = '\0';
-	out->value_len = a->len;
-	out->lease = -1;
-	return 0;
 }
 
 /* Has any local temp file of @dir a key moved away to it? fs->lock held. */
@@ -156,176 +43,6 @@ static struct node *find_ghost(struct node *dir, const char *key,
 			return c;
 	}
 	return NULL;
-}
-
-int fs_commit_value(struct fs *fs, struct node *n, const char *key,
-		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid, bool own, int64_t *rev)
-{
-	struct store_preconditions pre = { 0 };
-	struct store_error err = { 0 };
-	struct store_kv sugg = { 0 }, out = { 0 };
-	struct update_arg arg = { data, len };
-	struct inval_list inv = { 0 };
-	struct inflight in;
-	struct node *cur;
-	bool have_sugg = false;
-	int ret;
-
-	if (len > value_limit(fs, key_len))
-		return -EFBIG;
-	pthread_mutex_lock(&fs->lock);
-	inflight_begin(fs, &in, key, key_len);
-	pin_take(fs, key, key_len, pid, &base);
-	/* what the mirror knows saves the read, if it is what we based on */
-	cur = tree_find_key(fs, key, key_len);
-	if (base > 0 && cur && !cur->local && !cur->pending && cur->value &&
-	    cur->mod_revision == base) {
-		sugg.key = (char *)key;
-		sugg.key_len = key_len;
-		sugg.value = malloc(cur->size + 1);
-		if (sugg.value) {
-			memcpy(sugg.value, cur->value, cur->size);
-			sugg.value_len = cur->size;
-			sugg.mod_revision = cur->mod_revision;
-			sugg.create_revision = cur->create_revision;
-			sugg.version = cur->version;
-			sugg.lease = cur->lease;
-			have_sugg = true;
-		}
-	}
-	pthread_mutex_unlock(&fs->lock);
-
-	pre.mod_revision = base > 0 ? base : STORE_REV_ABSENT;
-	ret = store_guaranteed_update(fs->store, key, key_len, base <= 0, &pre,
-				      have_sugg ? &sugg : NULL, put_value, &arg,
-				      &out, &err);
-	free(sugg.value);
-	if (ret == STORE_ENOTFOUND)
-		ret = STORE_EPRECONDITION;	/* deleted since it was read */
-	if (ret) {
-		pthread_mutex_lock(&fs->lock);
-		inflight_end(fs, &in);
-		pthread_mutex_unlock(&fs->lock);
-		if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT)
-			fuse_log(FUSE_LOG_WARNING,
-				 "etcdfs: '%s' not saved: changed since "
-				 "revision %lld\n", err.key,
-				 (long long)(base > 0 ? base : 0));
-		else
-			fuse_log(FUSE_LOG_ERR, "etcdfs: '%s' not saved: %s\n",
-				 err.key, err.msg);
-		return -fs_errno(ret);
-	}
-	pthread_mutex_lock(&fs->lock);
-	/* a handle's node may have been replaced: the tree's is the key's */
-	cur = n->removed && !n->pending ? tree_find_key(fs, key, key_len) : n;
-	/*
-	 * Files open on it read the old value from the kernel's cache: the
-	 * new one goes to a new inode (one inode, one revision), so that no
-	 * reader ever sees a revision's attributes with another's bytes.
-	 */
-	if (cur && own && cur->nopen > (cur == n ? 1u : 0u) && !cur->local &&
-	    !cur->pending)
-		cur = tree_replace(fs, cur, &inv) ?: cur;
-	if (cur && !node_set_value(fs, cur, data, len)) {
-		cur->mod_revision = out.mod_revision;
-		cur->create_revision = out.create_revision;
-		cur->version = out.version;
-		cur->lease = out.lease;
-		cur->pending = false;
-		cur->local = false;
-		fs_now(&cur->mtime);
-	}
-	if (out.mod_revision > fs->revision)
-		fs->revision = out.mod_revision;
-	inflight_end(fs, &in);
-	pthread_mutex_unlock(&fs->lock);
-	fs_send_invals(fs, &inv);
-	if (rev)
-		*rev = out.mod_revision;
-	store_kv_release(&out);
-	return 0;
-}
-
-/*
- * Commits @h's copy if it needs it: when written, when its file is new,
- * or (when @final) when it was only truncated.  Returns 1 if it
- * committed, 0 if there was nothing to, or a negative errno.
- * @h->lock held.
- */
-static int handle_sync(struct fs *fs, struct handle *h, bool final)
-{
-	struct node *n = h->node;
-	bool pending, gone, need, need_wake;
-	int64_t rev = 0;
-	char *key;
-	size_t key_len;
-	int64_t base;
-	int ret;
-
-	if (h->failed) {
-		ret = -h->failed_err;
-		h->failed_err = 0;
-		return ret;
-	}
-	if (h->local || h->echo)
-		return 0;
-	pthread_mutex_lock(&fs->lock);
-	pending = n->pending;
-	gone = n->removed && (n->pending || n->local);
-	base = n->pending ? n->mod_revision : h->base;
-	key = NULL;
-	key_len = n->key_len;
-	need = h->dirty || (final && h->truncated) ||
-	       (pending && (final || !h->truncated));
-	if (!need && h->truncated && !h->trunc_waiting) {
-		/* readers wait for this truncation (see fs_open) */
-		h->trunc_waiting = true;
-		n->trunc_waiting++;
-	}
-	need_wake = need && h->trunc_waiting;
-	if (!gone && need) {
-		key = malloc(key_len + 1);
-		if (key)
-			memcpy(key, n->key, key_len);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (gone || !need)
-		return 0;
-	if (!key)
-		return -ENOMEM;
-	ret = fs_commit_value(fs, n, key, key_len, base, h->buf, h->len,
-			      h->pid, true, &rev);
-	free(key);
-	if (need_wake) {
-		/* the value is in the mirror now: readers may go on */
-		pthread_mutex_lock(&fs->lock);
-		h->trunc_waiting = false;
-		n->trunc_waiting--;
-		pthread_cond_broadcast(&fs->inflight_cond);
-		pthread_mutex_unlock(&fs->lock);
-	}
-	if (!ret)
-		h->base = rev;
-	h->dirty = false;
-	h->truncated = false;
-	if (ret)
-		h->failed = true;
-	return ret ? ret : 1;
-}
-
-/*
- * After a commit: readers' pages and sizes are the old value's; the
- * kernel drops them (open readers then read their snapshot from us).
- * After any flush of a writer too: its private maps (MAP_PRIVATE) fill
- * the pages the readers share from the writer's copy; that one is sent
- * before the flush is answered, others after the reply.
- */
-static void committed(struct fs *fs, fuse_ino_t ino)
-{
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 }
 
 static struct handle *handle_new(struct fs *fs, struct node *n,
@@ -378,7 +95,7 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 		/* a shell's redirection closes once before it writes */
 		h->truncated = trunc && (n->size > 0 || n->pending);
 	} else if (!echo && (fi->flags & O_TRUNC)) {
-		local_resize(fs, n, 0);
+		node_local_resize(fs, n, 0);
 	}
 	pthread_mutex_init(&h->lock, NULL);
 	h->node = n;
@@ -415,6 +132,13 @@ static void handle_free(struct fs *fs, struct handle *h)
 		n->trunc_waiting--;
 		pthread_cond_broadcast(&fs->inflight_cond);
 	}
+	/* what it held and did not commit: stat forgets its size */
+	if (h->writer && handle_unshow(n, h) && n->nlookup)
+		inval_add(&inv, false, node_id(fs, n), NULL, 0);
+	/* the last reader of the pages: a writer's size shows from now on */
+	if (h->cached && !--n->cached_readers && node_writer_changed(n) &&
+	    n->nlookup)
+		inval_add(&inv, false, node_id(fs, n), NULL, 0);
 	if (h->writer) {
 		struct handle **p;
 
@@ -570,6 +294,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
+	/* a writer starts from the last close's commit, still in flight */
+	if (wr && !echo && !n->local)
+		inflight_wait(fs, n);
 	if (echo && !echo->del && n->key_len == echo->kv.key_len &&
 	    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
 		/* another client changed it: the echo's open applies it */
@@ -643,8 +370,17 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	rev = n->mod_revision;
 	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
-		fs->se;
+		fs->se && n->cached_readers < USHRT_MAX;
 	fill = paged && n->cache_rev != rev;
+	if (paged) {
+		/*
+		 * A writer's size is not shown while it reads (commit.c);
+		 * counted until it closes even if drop_pages turns it
+		 * away from the pages, which only hides a size longer.
+		 */
+		h->cached = true;
+		n->cached_readers++;
+	}
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
 	if (!h) {
@@ -734,6 +470,9 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto open;
 	}
 	n = tree_child(fs, dir, name, strlen(name));
+	/* a writer starts from the last close's commit, still in flight */
+	if (n && !n->local && inflight_wait(fs, n))
+		n = tree_child(fs, dir, name, strlen(name));
 	if (n && (fi->flags & O_EXCL)) {
 		err = EEXIST;
 		goto out;
@@ -795,6 +534,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct node *dir, *n;
 	char *key;
 	size_t key_len;
+	int64_t base;
 	int err = 0;
 
 	if (fs->cfg.ro) {
@@ -814,11 +554,13 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	else
 		err = -new_file(fs, dir, name, &n);
 	if (err || n->local) {
+		if (!err)
+			n->refs++;	/* until the entry's lookup holds it */
 		pthread_mutex_unlock(&fs->lock);
 		if (err)
 			fuse_reply_err(req, err);
 		else
-			fs_reply_entry(fs, req, n);
+			fs_reply_entry_unref(fs, req, n, true);
 		return;
 	}
 	/* no close will follow: the empty key is made now */
@@ -826,22 +568,25 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	key_len = n->key_len;
 	if (key)
 		memcpy(key, n->key, key_len);
+	base = n->mod_revision;	/* read under the lock */
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
-	err = key ? -fs_commit_value(fs, n, key, key_len, n->mod_revision,
-				     "", 0, fuse_req_ctx(req)->pid, false,
+	err = key ? -fs_commit_value(fs, n, key, key_len, base, "", 0,
+				     fuse_req_ctx(req)->pid, false, NULL,
 				     NULL) : ENOMEM;
 	free(key);
 	pthread_mutex_lock(&fs->lock);
-	if (err && n->pending && n->parent) {
+	if (err && n->pending && n->parent)
 		node_drop(fs, n);
-	}
-	node_unref(fs, n);
-	pthread_mutex_unlock(&fs->lock);
-	if (err)
+	if (err) {
+		node_unref(fs, n);
+		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err == ESTALE ? EEXIST : err);
-	else
-		fs_reply_entry(fs, req, n);
+		return;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	/* still referenced: a watch event cannot free it before the reply */
+	fs_reply_entry_unref(fs, req, n, true);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -850,7 +595,20 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
 	size_t o = (size_t)off;
+	int err = 0;
 
+	pthread_mutex_lock(&h->lock);
+	if (h->writer) {
+		/* renamed between a key and a temp name since it opened */
+		pthread_mutex_lock(&fs->lock);
+		err = handle_follow(fs, h);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	if (err) {
+		pthread_mutex_unlock(&h->lock);
+		fuse_reply_err(req, -err);
+		return;
+	}
 	if (h->local) {
 		struct node *n = h->node;
 		char *copy = NULL;
@@ -864,6 +622,7 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				memcpy(copy, n->value + o, len);
 		}
 		pthread_mutex_unlock(&fs->lock);
+		pthread_mutex_unlock(&h->lock);
 		if (len && !copy)
 			fuse_reply_err(req, ENOMEM);
 		else
@@ -871,197 +630,12 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		free(copy);
 		return;
 	}
-	pthread_mutex_lock(&h->lock);
 	if (o >= h->len)
 		fuse_reply_buf(req, NULL, 0);
 	else
 		fuse_reply_buf(req, h->buf + o,
 			       h->len - o < size ? h->len - o : size);
 	pthread_mutex_unlock(&h->lock);
-}
-
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi)
-{
-	struct fs *fs = fs_of(req);
-	struct handle *h = handle_of(fi);
-	size_t max = value_limit(fs, h->node->key_len), o = (size_t)off;
-	int err = 0;
-
-	if (h->echo)
-		goto out;
-	if (h->local) {
-		struct node *n = h->node;
-
-		pthread_mutex_lock(&fs->lock);
-		if (h->append)
-			o = n->size;
-		if (o + size > n->size)
-			err = -local_resize(fs, n, o + size);
-		if (!err)
-			memcpy(n->value + o, buf, size);
-		pthread_mutex_unlock(&fs->lock);
-		goto out;
-	}
-	pthread_mutex_lock(&h->lock);
-	if (h->append)
-		o = h->len;
-	if (o + size > max) {
-		/* what it holds can never be saved: close saves nothing */
-		err = EFBIG;
-		h->failed = true;
-		h->failed_err = EFBIG;
-	} else {
-		if (o + size > h->len)
-			err = -resize(&h->buf, &h->len, &h->cap, o + size);
-		if (!err) {
-			memcpy(h->buf + o, buf, size);
-			h->dirty = true;
-			h->written = true;
-			h->truncated = false;
-		}
-	}
-	pthread_mutex_unlock(&h->lock);
-out:
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_write(req, size);
-}
-
-int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
-{
-	struct handle *h = handle_of(fi);
-	int err;
-
-	if (size < 0)
-		return -EINVAL;
-	if (h->echo)
-		return 0;
-	if (h->local) {
-		pthread_mutex_lock(&fs->lock);
-		err = local_resize(fs, h->node, (size_t)size);
-		pthread_mutex_unlock(&fs->lock);
-		return err;
-	}
-	if ((size_t)size > value_limit(fs, h->node->key_len))
-		return -EFBIG;
-	pthread_mutex_lock(&h->lock);
-	err = resize(&h->buf, &h->len, &h->cap, (size_t)size);
-	if (!err && size == 0 && !h->dirty && !h->written) {
-		/*
-		 * open(O_TRUNC), or a truncation before any write: committed
-		 * with the first write's flush, or at the last close.
-		 */
-		pthread_mutex_lock(&fs->lock);
-		h->truncated = h->node->size > 0 || h->node->pending;
-		pthread_mutex_unlock(&fs->lock);
-	} else if (!err) {
-		h->dirty = true;
-		h->truncated = false;
-	}
-	pthread_mutex_unlock(&h->lock);
-	return err;
-}
-
-/*
- * truncate(2) of a path, or open(O_TRUNC): the kernel sends the latter as
- * a truncation to 0 without the file, right after the open, from the
- * thread that opened.  That one goes to the open file's copy, to be
- * committed with what is written to it; any other commits at once.
- */
-int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
-{
-	char *data = NULL, *key = NULL;
-	size_t len = 0, cap = 0, key_len;
-	struct handle *h;
-	int64_t base;
-	int err;
-
-	if (size < 0)
-		return -EINVAL;
-	if ((size_t)size > value_limit(fs, n->key_len))
-		return -EFBIG;
-	pthread_mutex_lock(&fs->lock);
-	for (h = n->handles; size == 0 && h; h = h->nnext) {
-		struct fuse_file_info fi = { .fh = (uint64_t)(uintptr_t)h };
-
-		if (h->pid != pid || h->written || h->dirty || h->truncated)
-			continue;
-		/* the open has not returned yet: h cannot be released */
-		pthread_mutex_unlock(&fs->lock);
-		return fs_truncate_open(fs, &fi, 0);
-	}
-	if (n->local || n->pending) {
-		err = local_resize(fs, n, (size_t)size);
-		pthread_mutex_unlock(&fs->lock);
-		return err;
-	}
-	if (size > 0) {
-		/* the bytes kept are needed: read an evicted value again */
-		err = fs_load_value(fs, n);
-		if (err) {
-			pthread_mutex_unlock(&fs->lock);
-			return err;
-		}
-	}
-	err = resize(&data, &len, &cap, size > 0 ? n->size : 0);
-	if (!err) {
-		if (size > 0 && n->value)
-			memcpy(data, n->value, n->size);
-		err = resize(&data, &len, &cap, (size_t)size);
-	}
-	key_len = n->key_len;
-	key = err ? NULL : malloc(key_len + 1);
-	if (key)
-		memcpy(key, n->key, key_len);
-	base = n->mod_revision;
-	n->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	if (!err && key)
-		err = fs_commit_value(fs, n, key, key_len, base, data, len,
-				      pid, false, NULL);
-	else if (!err)
-		err = -ENOMEM;
-	pthread_mutex_lock(&fs->lock);
-	node_unref(fs, n);
-	pthread_mutex_unlock(&fs->lock);
-	free(data);
-	free(key);
-	return err;
-}
-
-/* flush (every close) and fsync: commit now if the copy needs it */
-static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
-			   struct fuse_file_info *fi, bool final)
-{
-	struct fs *fs = fs_of(req);
-	struct handle *h = handle_of(fi);
-	int ret;
-
-	pthread_mutex_lock(&h->lock);
-	ret = handle_sync(fs, h, final);
-	pthread_mutex_unlock(&h->lock);
-	/*
-	 * A writer's private maps may have filled the readers' pages: they
-	 * are gone before its close returns (no lock is held here).
-	 */
-	if (h->writer)
-		committed(fs, ino);
-	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0 && !h->writer)
-		committed(fs, ino);
-}
-
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	sync_and_reply(req, ino, fi, false);
-}
-
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-	      struct fuse_file_info *fi)
-{
-	sync_and_reply(req, ino, fi, true);
 }
 
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1072,10 +646,10 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	pthread_mutex_lock(&h->lock);
 	/* nobody hears an error now: the commit logs it */
-	ret = handle_sync(fs, h, true);
+	ret = handle_commit(fs, h, COMMIT_RELEASE);
 	pthread_mutex_unlock(&h->lock);
 	handle_free(fs, h);
 	fuse_reply_err(req, 0);
 	if (ret > 0)
-		committed(fs, ino);
+		handle_committed(fs, ino);
 }

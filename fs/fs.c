@@ -1,15 +1,15 @@
 /*
- * fs.c - the FUSE low-level operations on names and directories, the
- * mirror's lifecycle and the watch that keeps it current
+ * fs.c - the FUSE low-level operations on names and directories, and the
+ * filesystem's lifecycle
  *
- * At mount the whole prefix is listed once (fs_load); then a watch from the
- * listing's revision keeps the tree current, and each change it brings
- * invalidates exactly the kernel's entries and inodes it touches.  With
- * nowatch there is no watch: a directory is listed again when it is opened
- * and a file read again when it is opened, so what the mount shows is as
- * fresh as the last readdir or open.
+ * At mount the whole prefix is listed once and a watch keeps the mirror
+ * current (live.c); each change invalidates exactly the kernel's entries
+ * and inodes it touches.  With nowatch there is no watch: a directory is
+ * listed again when it is opened and a file read again when it is opened,
+ * so what the mount shows is as fresh as the last readdir or open.
  *
- * Files (open, read, write, commit) are in file.c, extended attributes and
+ * Files (open, read) are in file.c, writes and commits in commit.c,
+ * setattr in attr.c, unlink and rename in move.c, extended attributes and
  * pins in xattr.c, the tree itself in node.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
@@ -68,15 +68,6 @@ void fs_now(struct timespec *ts)
 	clock_gettime(CLOCK_REALTIME, ts);
 }
 
-static double elapsed(const struct timespec *since)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)(now.tv_sec - since->tv_sec) +
-	       (double)(now.tv_nsec - since->tv_nsec) / 1e9;
-}
-
 fuse_ino_t node_id(struct fs *fs, struct node *n)
 {
 	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
@@ -107,13 +98,15 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
 		st->st_nlink = n->removed ? 0 : 1;
-		/* what etcd has: writers' buffers show only once committed */
+		/* what etcd has, or what a writer holds (commit.c) */
 		st->st_size = (off_t)n->size;
 		st->st_blocks = (st->st_size + 511) / 512;
 		st->st_mtim = n->mtime;
+		node_writer_attr(n, st);
 	}
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;
+	node_kept_attr(n, st);		/* set by utimensat, chmod (attr.c) */
 	if (fs->cfg.ro)
 		st->st_mode &= ~0222;
 }
@@ -131,10 +124,19 @@ static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e
 
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
 {
+	fs_reply_entry_unref(fs, req, n, false);
+}
+
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
+			  bool unref)
+{
 	struct fuse_entry_param e;
 
 	pthread_mutex_lock(&fs->lock);
 	fill_entry(fs, n, &e);
+	/* the entry's lookup holds it now: the caller's reference may go */
+	if (unref)
+		node_unref(fs, n);
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		/* the request was interrupted: the kernel took no reference */
@@ -161,285 +163,10 @@ void fs_send_invals(struct fs *fs, struct inval_list *l)
 	inval_release(l);
 }
 
-#define ECHO_QUEUE_MAX 100000
-
-void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
-		    size_t key_len)
-{
-	in->key = key;
-	in->key_len = key_len;
-	in->next = fs->inflight;
-	fs->inflight = in;
-}
-
-void inflight_end(struct fs *fs, struct inflight *in)
-{
-	struct inflight **p;
-
-	for (p = &fs->inflight; *p; p = &(*p)->next) {
-		if (*p == in) {
-			*p = in->next;
-			break;
-		}
-	}
-	pthread_cond_broadcast(&fs->inflight_cond);
-}
-
-bool inflight_has(struct fs *fs, const char *key, size_t key_len)
-{
-	struct inflight *in;
-
-	for (in = fs->inflight; in; in = in->next) {
-		if (in->key_len == key_len &&
-		    memcmp(in->key, key, key_len) == 0)
-			return true;
-	}
-	return false;
-}
-
-static void log_store_error(const char *what, const struct store_error *err)
+void fs_log_store_error(const char *what, const struct store_error *err)
 {
 	fuse_log(FUSE_LOG_ERR, "etcdfs: %s '%s': %s\n", what, err->key,
 		 err->msg[0] ? err->msg : store_strerror(err->code));
-}
-
-/*
- * Lists the keys below @dir's prefix and makes the subtree match them.
- * Takes and drops fs->lock itself; @dir must be referenced.
- */
-static int refresh_dir(struct fs *fs, struct node *dir)
-{
-	struct store_list l = { 0 };
-	struct store_error err = { 0 };
-	struct inval_list inv = { 0 };
-	char *prefix;
-	size_t len;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	len = dir->key_len;
-	prefix = malloc(len + 1);
-	if (prefix)
-		memcpy(prefix, dir->key, len);
-	pthread_mutex_unlock(&fs->lock);
-	if (!prefix)
-		return -ENOMEM;
-	ret = store_list(fs->store, prefix, len, 0, &l, &err);
-	free(prefix);
-	if (ret) {
-		log_store_error("cannot list", &err);
-		return -fs_errno(ret);
-	}
-	pthread_mutex_lock(&fs->lock);
-	ret = dir->removed ? 0 : tree_reconcile(fs, dir, &l, &inv);
-	pthread_mutex_unlock(&fs->lock);
-	store_list_release(&l);
-	fs_send_invals(fs, &inv);
-	return ret;
-}
-
-struct load {
-	struct fs *fs;
-	uint64_t gen;
-	bool nomem;
-};
-
-/* A page of the listing at mount into the tree, so that no more than a
- * page of the prefix is ever held twice. */
-static int load_page(void *arg, struct store_list *page, bool first,
-		     struct store_error *err)
-{
-	struct load *ld = arg;
-	struct fs *fs = ld->fs;
-	struct inval_list inv = { 0 };
-	int ret;
-
-	(void)err;
-	pthread_mutex_lock(&fs->lock);
-	if (first)
-		ld->gen = tree_reconcile_begin(fs);
-	ret = tree_reconcile_page(fs, ld->gen, page, &inv);
-	pthread_mutex_unlock(&fs->lock);
-	inval_release(&inv);
-	if (ret) {
-		ld->nomem = true;
-		return STORE_EINTERNAL;
-	}
-	return 0;
-}
-
-int fs_load(struct fs *fs, struct store_error *err)
-{
-	struct load ld = { .fs = fs };
-	struct inval_list inv = { 0 };
-	int64_t rev = 0;
-	int ret;
-
-	ret = store_list_pages(fs->store, "", 0, 0, load_page, &ld, &rev, err);
-	if (!ret) {
-		pthread_mutex_lock(&fs->lock);
-		ld.nomem = tree_reconcile_end(fs, fs->root, ld.gen, rev,
-					      &inv) != 0;
-		pthread_mutex_unlock(&fs->lock);
-		inval_release(&inv);
-	}
-	if (ld.nomem) {
-		if (err) {
-			memset(err, 0, sizeof(*err));
-			err->code = STORE_EINTERNAL;
-			snprintf(err->msg, sizeof(err->msg),
-				 "out of memory while loading the keys");
-		}
-		return STORE_EINTERNAL;
-	}
-	if (ret)
-		return ret;
-	fs->loaded = true;
-	return 0;
-}
-
-static void watch_event(void *arg, const struct store_event *ev);
-
-static int start_watch(struct fs *fs, int64_t from)
-{
-	struct store_error err = { 0 };
-	int ret;
-
-	ret = store_watch(fs->store, "", 0, true, from, watch_event, fs,
-			  &fs->watch, &err);
-	if (ret)
-		log_store_error("cannot watch", &err);
-	pthread_mutex_lock(&fs->lock);
-	fs->watch_ok = ret == 0;
-	pthread_mutex_unlock(&fs->lock);
-	return ret;
-}
-
-/*
- * Hands a change from elsewhere to the echo thread, or applies it at once
- * when there is none (or its queue is long).  fs->lock held.
- */
-void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
-{
-	struct inval_list *inv = &fs->pending_invals;
-
-	if (fs->echo_running && fs->echo_len < ECHO_QUEUE_MAX &&
-	    echo_queue(fs, del, kv, rev) == 0)
-		return;
-	if (del)
-		tree_delete(fs, kv->key, kv->key_len, rev, inv);
-	else
-		tree_put(fs, kv, inv);
-}
-
-/* Sends the invalidations fs_apply() gathered.  fs->lock held, dropped. */
-static void unlock_and_send(struct fs *fs)
-{
-	struct inval_list inv = fs->pending_invals;
-
-	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
-	pthread_mutex_unlock(&fs->lock);
-	fs_send_invals(fs, &inv);
-}
-
-/*
- * The watch's history is gone: list everything again, turn the
- * differences into changes (echoed, so watchers see them), and watch again
- * from there.  The old watch's thread ends when this callback returns; it
- * is joined when the filesystem stops.
- */
-static void relist(struct fs *fs)
-{
-	struct store_list l = { 0 };
-	struct store_error err = { 0 };
-	struct store_watch *old = fs->watch;
-	struct node **stale = NULL;
-	size_t nstale = 0, i;
-	unsigned tries;
-	uint64_t gen;
-	int64_t rev;
-
-	for (tries = 0;; tries++) {
-		if (store_list(fs->store, "", 0, 0, &l, &err)) {
-			log_store_error("cannot list again after compaction",
-					&err);
-			store_list_release(&l);
-			sleep(1);
-			continue;
-		}
-		pthread_mutex_lock(&fs->lock);
-		/*
-		 * The mount's own writes may be newer than the listing (one
-		 * read from a member behind, or a write that completed
-		 * meanwhile): a key it deleted would come back.  List again.
-		 */
-		if (l.revision >= fs->revision || tries >= 5)
-			break;
-		pthread_mutex_unlock(&fs->lock);
-		store_list_release(&l);
-	}
-	gen = ++fs->gen;
-	for (i = 0; i < l.n; i++) {
-		struct node *n = tree_find_key(fs, l.kvs[i].key,
-					       l.kvs[i].key_len);
-
-		if (n)
-			n->seen = gen;
-		if (!n || n->mod_revision < l.kvs[i].mod_revision)
-			fs_apply(fs, false, &l.kvs[i], 0);
-	}
-	if (tree_collect_stale(fs, gen, l.revision, &stale, &nstale) == 0) {
-		for (i = 0; i < nstale; i++) {
-			struct store_kv kv = {
-				.key = stale[i]->key,
-				.key_len = stale[i]->key_len,
-			};
-
-			fs_apply(fs, true, &kv, l.revision);
-		}
-	}
-	free(stale);
-	if (l.revision > fs->revision)
-		fs->revision = l.revision;
-	rev = l.revision;
-	if (fs->nold < sizeof(fs->old) / sizeof(fs->old[0]))
-		fs->old[fs->nold++] = old;
-	unlock_and_send(fs);
-	store_list_release(&l);
-	/* on failure it is logged, and the mount goes on without a watch */
-	start_watch(fs, rev + 1);
-}
-
-static void watch_event(void *arg, const struct store_event *ev)
-{
-	struct fs *fs = arg;
-
-	pthread_mutex_lock(&fs->lock);
-	switch (ev->type) {
-	case STORE_EV_PUT:
-		fs_apply(fs, false, &ev->kv, 0);
-		fs->watch_ok = true;
-		break;
-	case STORE_EV_DELETE:
-		fs_apply(fs, true, &ev->kv, ev->revision);
-		fs->watch_ok = true;
-		break;
-	case STORE_EV_PROGRESS:
-		if (ev->revision > fs->revision)
-			fs->revision = ev->revision;
-		fs->watch_ok = true;
-		break;
-	case STORE_EV_ERROR:
-		fs->watch_ok = false;
-		break;
-	}
-	unlock_and_send(fs);
-	if (ev->type == STORE_EV_ERROR) {
-		fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: %s\n",
-			 store_strerror(ev->err));
-		if (ev->err == STORE_ECOMPACTED)
-			relist(fs);
-	}
 }
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
@@ -468,32 +195,30 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	pthread_mutex_lock(&fs->lock);
 	from = fs->revision + 1;
 	pthread_mutex_unlock(&fs->lock);
-	start_watch(fs, from);
+	fs_start_watch(fs, from);
 }
 
 static void fs_destroy(void *userdata)
 {
 	struct fs *fs = userdata;
-	size_t i;
+	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
+	size_t i, nold;
 
-	if (fs->watch)
-		store_watch_stop(fs->watch);
+	/* taken under the lock: a relist may be replacing the watch */
+	pthread_mutex_lock(&fs->lock);
+	fs->stopping = true;
+	w = fs->watch;
 	fs->watch = NULL;
-	for (i = 0; i < fs->nold; i++)
-		store_watch_stop(fs->old[i]);
+	nold = fs->nold;
+	memcpy(old, fs->old, nold * sizeof(old[0]));
 	fs->nold = 0;
+	pthread_mutex_unlock(&fs->lock);
+	/* a relist in w's thread sees stopping and returns: w's join ends */
+	if (w)
+		store_watch_stop(w);
+	for (i = 0; i < nold; i++)
+		store_watch_stop(old[i]);
 	echo_stop(fs);
-}
-
-static struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
-{
-	struct node *dir = node_of(fs, ino);
-
-	if (dir->type != NODE_DIR) {
-		*errp = ENOTDIR;
-		return NULL;
-	}
-	return dir;
 }
 
 /* As lookup_key, for the directory (dir, name): the keys below it. */
@@ -661,60 +386,6 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
 }
 
-static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		       int to_set, struct fuse_file_info *fi)
-{
-	struct fs *fs = fs_of(req);
-	struct node *n;
-	struct stat st;
-	bool echo;
-	int err = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	n = node_of(fs, ino);
-	node_fill_attr(fs, n, &st);
-	echo = echo_of(fs, req) != NULL;
-	pthread_mutex_unlock(&fs->lock);
-
-	if (echo) {
-		/* the echo's truncation: the mirror has the value already */
-		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
-		return;
-	}
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	/* chmod and chown that change nothing succeed: cp and sed call them */
-	if ((to_set & FUSE_SET_ATTR_MODE) && !fs->cfg.chmod_ok &&
-	    (attr->st_mode & 07777) != (st.st_mode & 07777))
-		err = EPERM;
-	if ((to_set & FUSE_SET_ATTR_UID) && !fs->cfg.chmod_ok &&
-	    attr->st_uid != st.st_uid)
-		err = EPERM;
-	if ((to_set & FUSE_SET_ATTR_GID) && !fs->cfg.chmod_ok &&
-	    attr->st_gid != st.st_gid)
-		err = EPERM;
-	if (!err && (to_set & FUSE_SET_ATTR_SIZE)) {
-		if (n->type == NODE_DIR)
-			err = EISDIR;
-		else if (fi)
-			err = -fs_truncate_open(fs, fi, attr->st_size);
-		else
-			err = -fs_truncate_path(fs, n, attr->st_size,
-						fuse_req_ctx(req)->pid);
-	}
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
-	/* times follow revisions: setting them is accepted and forgotten */
-	pthread_mutex_lock(&fs->lock);
-	node_fill_attr(fs, n, &st);
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
-}
-
 struct dirent_snap {
 	char *name;
 	uint64_t ino;
@@ -785,7 +456,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	dh->dir = dir;
 	if (fs->cfg.nowatch) {
 		pthread_mutex_unlock(&fs->lock);
-		err = -refresh_dir(fs, dir);
+		err = -fs_refresh_dir(fs, dir);
 		pthread_mutex_lock(&fs->lock);
 		if (err)
 			goto out_unref;
@@ -1038,7 +709,7 @@ static int dir_op(struct fs *fs, struct node *n, bool make)
 	    ret == STORE_ENOTFOUND)
 		return 0;
 	if (ret)
-		log_store_error(make ? "cannot make directory" :
+		fs_log_store_error(make ? "cannot make directory" :
 				"cannot remove directory", &serr);
 	return ret ? fs_errno(ret) : 0;
 }
@@ -1087,8 +758,9 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, err);
 		return;
 	}
+	n->refs++;	/* until the entry's lookup holds it */
 	pthread_mutex_unlock(&fs->lock);
-	fs_reply_entry(fs, req, n);
+	fs_reply_entry_unref(fs, req, n, true);
 	return;
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -1137,447 +809,6 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		tree_keep(fs, dir);
 out:
 	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, err);
-	fs_send_invals(fs, &inv);
-}
-
-/*
- * Deletes @n's key if its revision is still @rev.  A key already gone
- * counts as deleted.  Takes fs->lock itself; @n referenced.
- */
-static int delete_key(struct fs *fs, struct node *n, const char *key,
-		      size_t key_len, int64_t rev, struct inval_list *inv)
-{
-	struct store_preconditions pre = { .mod_revision = rev };
-	struct store_error err = { 0 };
-	struct inflight in;
-	int64_t drev = 0;
-	int ret;
-
-	pthread_mutex_lock(&fs->lock);
-	inflight_begin(fs, &in, key, key_len);
-	pthread_mutex_unlock(&fs->lock);
-	ret = store_delete(fs->store, key, key_len, &pre, NULL, &drev, &err);
-	pthread_mutex_lock(&fs->lock);
-	if (ret && ret != STORE_ENOTFOUND) {
-		inflight_end(fs, &in);
-		pthread_mutex_unlock(&fs->lock);
-		if (ret != STORE_EPRECONDITION)
-			log_store_error("cannot delete", &err);
-		return -fs_errno(ret);
-	}
-	inflight_end(fs, &in);
-	if (!n->removed && n->parent && !n->local) {
-		struct node *dir = n->parent;
-
-		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
-		inval_add(inv, false, node_id(fs, dir), NULL, 0);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
-	}
-	if (drev > fs->revision)
-		fs->revision = drev;
-	pthread_mutex_unlock(&fs->lock);
-	return 0;
-}
-
-static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct fs *fs = fs_of(req);
-	struct inval_list inv = { 0 };
-	pid_t pid = fuse_req_ctx(req)->pid;
-	struct node *dir, *n;
-	char *key = NULL;
-	size_t key_len = 0;
-	struct echo_ev *echo;
-	int64_t rev;
-	int err = 0;
-
-	if (fs_name_too_long(name)) {
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-	echo = echo_of(fs, req);
-	if (fs->cfg.ro && !echo) {
-		err = EROFS;
-		goto out;
-	}
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
-		goto out;
-	n = tree_child(fs, dir, name, strlen(name));
-	if (!n) {
-		err = ENOENT;
-		goto out;
-	}
-	if (n->type == NODE_DIR) {
-		err = EISDIR;
-		goto out;
-	}
-	if (echo) {
-		/* another client deleted it: the echo's rmdirs prune */
-		if (echo->del && n->key_len == echo->kv.key_len &&
-		    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
-			node_drop(fs, n);
-			echo->applied = true;
-			if (echo->rev > fs->revision)
-				fs->revision = echo->rev;
-		} else {
-			err = EPERM;
-		}
-		goto out;
-	}
-	if (n->local && node_ghost(n)) {
-		/* a key moved away to a temp name and never replaced */
-		key = n->rare->ghost_key;
-		key_len = n->rare->ghost_key_len;
-		rev = n->rare->ghost_rev;
-		n->rare->ghost_key = NULL;
-	} else if (!n->local && !n->pending) {
-		key = malloc(n->key_len + 1);
-		if (!key) {
-			err = ENOMEM;
-			goto out;
-		}
-		memcpy(key, n->key, n->key_len);
-		key_len = n->key_len;
-		rev = n->mod_revision;
-		pin_take(fs, key, key_len, pid, &rev);
-		/*
-		 * The kernel retries a path operation once on ESTALE, after
-		 * looking the name up again: a refused delete stays refused
-		 * for that retry, or it would delete what it just refused to.
-		 */
-		if (n->rare && n->rare->refused_pid == pid &&
-		    elapsed(&n->rare->refused_at) < 1.0) {
-			n->rare->refused_pid = 0;
-			free(key);
-			err = ESTALE;
-			goto out;
-		}
-	}
-	if (!key) {
-		/* local or not committed yet: nothing in etcd */
-		node_drop(fs, n);
-		tree_keep(fs, dir);
-		goto out;
-	}
-	n->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	err = -delete_key(fs, n, key, key_len, rev, &inv);
-	pthread_mutex_lock(&fs->lock);
-	if (err == ESTALE && node_rare(n)) {
-		n->rare->refused_pid = pid;
-		fs_now(&n->rare->refused_at);
-		if (n->local && !n->rare->ghost_key) {
-			/* keep the ghost: the key is still there */
-			n->rare->ghost_key = key;
-			n->rare->ghost_key_len = key_len;
-			n->rare->ghost_rev = rev;
-			key = NULL;
-		}
-	} else if (!err && n->local && !n->removed && n->parent) {
-		struct node *d = n->parent;
-
-		node_drop(fs, n);
-		tree_keep(fs, d);
-	}
-	node_unref(fs, n);
-	free(key);
-out:
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, err);
-	fs_send_invals(fs, &inv);
-}
-
-/* Moves @n to (dir, name) in the tree, removing what was there. */
-static void tree_move(struct fs *fs, struct node *n, struct node *dir,
-		      const char *name, struct node *old,
-		      struct inval_list *inv)
-{
-	struct node *from = n->parent;
-
-	if (old && old != n) {
-		node_drop(fs, old);
-	}
-	tree_detach(fs, n);
-	tree_attach(fs, n, dir, name, strlen(name));
-	if (from && from != dir)
-		tree_keep(fs, from);
-}
-
-/* Replaces @n's key (a malloc()ed buffer it takes). */
-static void node_set_key_own(struct node *n, char *key, size_t len)
-{
-	free(n->key);
-	n->key = key;
-	n->key_len = len;
-}
-
-static int copy_value(void *arg, const struct store_kv *cur,
-		      struct store_update *out)
-{
-	const struct store_kv *src = arg;
-
-	out->value = malloc(src->value_len + 1);
-	if (!out->value)
-		return STORE_EINTERNAL;
-	memcpy(out->value, src->value, src->value_len);
-	out->value[src->value_len] = '\0';
-	out->value_len = src->value_len;
-	out->lease = 0;
-	return 0;
-}
-
-/*
- * A rename where the backend has no transaction for it (etcd v2): the
- * target is written with a compare-and-swap on what the mount knows of it,
- * then the source deleted with a compare-and-delete.  A crash in between
- * leaves both keys, with the same value; nothing is lost.
- */
-static int move_in_two(struct fs *fs, const char *from, size_t from_len,
-		       const struct store_preconditions *pre_from,
-		       const char *to, size_t to_len,
-		       const struct store_preconditions *pre_to, int64_t *rev,
-		       struct store_error *err)
-{
-	struct store_kv src = { 0 }, out = { 0 };
-	int ret;
-
-	ret = store_get(fs->store, from, from_len, STORE_READ_QUORUM, &src,
-			err);
-	if (ret)
-		return ret;
-	if (pre_from->mod_revision > 0 &&
-	    src.mod_revision != pre_from->mod_revision) {
-		store_kv_release(&src);
-		return STORE_EPRECONDITION;
-	}
-	ret = store_guaranteed_update(fs->store, to, to_len,
-				      pre_to->mod_revision <= 0, pre_to, NULL,
-				      copy_value, &src, &out, err);
-	if (ret == 0)
-		ret = store_delete(fs->store, from, from_len, pre_from, NULL,
-				   NULL, err);
-	if (ret == 0)
-		*rev = out.mod_revision;
-	store_kv_release(&src);
-	store_kv_release(&out);
-	return ret;
-}
-
-static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname,
-		      unsigned int flags)
-{
-	struct fs *fs = fs_of(req);
-	struct inval_list inv = { 0 };
-	struct store_error serr = { 0 };
-	struct store_preconditions pre_from = { 0 }, pre_to = { 0 };
-	struct node *dir, *ndir, *n, *old;
-	struct inflight in_from, in_to;
-	char *key = NULL, *from_key = NULL;
-	size_t key_len, from_len = 0;
-	bool to_temp, in_end = false, loaded = false;
-	int64_t rev = 0;
-	int err = 0, ret;
-
-	if (fs->cfg.ro) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	if (flags & ~RENAME_NOREPLACE) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	if (fs_name_too_long(name) || fs_name_too_long(newname)) {
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-again:
-	dir = dir_of(fs, parent, &err);
-	ndir = dir ? dir_of(fs, newparent, &err) : NULL;
-	if (!ndir)
-		goto out;
-	n = tree_child(fs, dir, name, strlen(name));
-	old = tree_child(fs, ndir, newname, strlen(newname));
-	if (!n) {
-		err = ENOENT;
-		goto out;
-	}
-	if (old == n)
-		goto out;
-	if (old && (flags & RENAME_NOREPLACE)) {
-		err = EEXIST;
-		goto out;
-	}
-	if (n->type == NODE_DIR) {
-		/* a directory of keys would be many transactions: mv copies */
-		if (!n->local || n->nchildren)
-			err = EXDEV;
-		else if (old && (old->type != NODE_DIR || old->nchildren))
-			err = old->type != NODE_DIR ? ENOTDIR : ENOTEMPTY;
-		else
-			err = -fs_name_key(fs, ndir, newname, NODE_DIR, &key,
-					   &key_len);
-		if (!err) {
-			node_set_key_own(n, key, key_len);
-			key = NULL;
-			tree_move(fs, n, ndir, newname, old, &inv);
-		}
-		goto out;
-	}
-	if (old && old->type == NODE_DIR) {
-		err = EISDIR;
-		goto out;
-	}
-	to_temp = fs->cfg.temp_in_memory && fs_is_temp_name(fs, newname) &&
-		  (!old || old->local);
-	if (to_temp && !n->value && !n->local && !n->pending) {
-		/* the temp file holds the content: an evicted value too */
-		err = loaded ? EIO : -fs_load_value(fs, n);
-		if (err)
-			goto out;
-		loaded = true;
-		goto again;
-	}
-	if (to_temp) {
-		/* an editor's backup: no key moves until we know more */
-		err = -fs_name_key(fs, ndir, newname, NODE_FILE, &key,
-				   &key_len);
-		if (err)
-			goto out;
-		if (!n->local && !n->pending && !node_ghost(n)) {
-			if (!node_rare(n)) {
-				free(key);
-				key = NULL;
-				err = ENOMEM;
-				goto out;
-			}
-			n->rare->ghost_key = n->key;
-			n->rare->ghost_key_len = n->key_len;
-			n->rare->ghost_rev = n->mod_revision;
-			n->key = NULL;
-		}
-		n->local = true;
-		n->pending = false;
-		node_set_key_own(n, key, key_len);
-		key = NULL;
-		tree_move(fs, n, ndir, newname, old, &inv);
-		goto out;
-	}
-	err = -fs_name_key(fs, ndir, newname, NODE_FILE, &key, &key_len);
-	if (err)
-		goto out;
-	pre_to.mod_revision = old && !old->local && !old->pending ?
-			      old->mod_revision : STORE_REV_ABSENT;
-	if (n->pending) {
-		/* not in etcd yet: the commit at close creates the new key */
-		node_set_key_own(n, key, key_len);
-		key = NULL;
-		n->mod_revision = pre_to.mod_revision > 0 ?
-				  pre_to.mod_revision : 0;
-		tree_move(fs, n, ndir, newname, old, &inv);
-		goto out;
-	}
-	n->refs++;
-	if (old)
-		old->refs++;
-	if (n->local) {
-		/* a temp file saved over a key: one put of its content */
-		char *data = malloc(n->size + 1);
-		size_t len = n->size;
-
-		if (!data) {
-			err = ENOMEM;
-			goto out_unref;
-		}
-		memcpy(data, n->value, len);
-		from_key = n->rare ? n->rare->ghost_key : NULL;
-		from_len = n->rare ? n->rare->ghost_key_len : 0;
-		pre_from.mod_revision = n->rare ? n->rare->ghost_rev : 0;
-		if (n->rare)
-			n->rare->ghost_key = NULL;
-		if (pre_to.mod_revision == STORE_REV_ABSENT && from_key &&
-		    from_len == key_len && memcmp(from_key, key, key_len) == 0)
-			pre_to.mod_revision = pre_from.mod_revision;
-		/* the watch event of this put waits until n is in place */
-		inflight_begin(fs, &in_to, key, key_len);
-		in_from.key = NULL;
-		in_end = true;
-		pthread_mutex_unlock(&fs->lock);
-		ret = fs_commit_value(fs, n, key, key_len,
-				      pre_to.mod_revision, data, len,
-				      fuse_req_ctx(req)->pid, false, NULL);
-		free(data);
-		pthread_mutex_lock(&fs->lock);
-		err = -ret;
-	} else {
-		from_key = malloc(n->key_len + 1);
-		if (!from_key) {
-			err = ENOMEM;
-			goto out_unref;
-		}
-		memcpy(from_key, n->key, n->key_len);
-		from_len = n->key_len;
-		pre_from.mod_revision = n->mod_revision;
-		pin_take(fs, from_key, from_len, fuse_req_ctx(req)->pid,
-			 &pre_from.mod_revision);
-		inflight_begin(fs, &in_from, from_key, from_len);
-		inflight_begin(fs, &in_to, key, key_len);
-		pthread_mutex_unlock(&fs->lock);
-		ret = store_move(fs->store, from_key, from_len, &pre_from, key,
-				 key_len, &pre_to, NULL, 0, &rev, &serr);
-		if (ret == STORE_ENOTSUP)
-			ret = move_in_two(fs, from_key, from_len, &pre_from,
-					  key, key_len, &pre_to, &rev, &serr);
-		pthread_mutex_lock(&fs->lock);
-		in_end = true;
-		err = fs_errno(ret);
-		if (ret && ret != STORE_EPRECONDITION)
-			log_store_error("cannot rename", &serr);
-		if (!ret) {
-			n->mod_revision = rev;
-			n->create_revision = rev;
-			n->version = 1;
-			fs_now(&n->mtime);
-			if (rev > fs->revision)
-				fs->revision = rev;
-		}
-		free(from_key);
-		from_key = NULL;
-	}
-	if (!err && !n->removed) {
-		node_set_key_own(n, key, key_len);
-		key = NULL;
-		n->local = false;
-		tree_move(fs, n, ndir, newname, old, &inv);
-	}
-	if (in_end) {
-		if (in_from.key)
-			inflight_end(fs, &in_from);
-		inflight_end(fs, &in_to);
-	}
-	if (!err && from_key && (from_len != key_len ||
-				 memcmp(from_key, n->key, key_len) != 0)) {
-		/* the backup of another key was saved here: that key moved */
-		pthread_mutex_unlock(&fs->lock);
-		ret = store_delete(fs->store, from_key, from_len, &pre_from,
-				   NULL, NULL, &serr);
-		if (ret && ret != STORE_ENOTFOUND)
-			log_store_error("cannot delete", &serr);
-		pthread_mutex_lock(&fs->lock);
-	}
-out_unref:
-	if (old)
-		node_unref(fs, old);
-	node_unref(fs, n);
-out:
-	pthread_mutex_unlock(&fs->lock);
-	free(key);
-	free(from_key);
 	fuse_reply_err(req, err);
 	fs_send_invals(fs, &inv);
 }
@@ -1735,6 +966,7 @@ void fs_free(struct fs *fs)
 	limbo_free(fs);
 	free(fs->buckets);
 	pins_free(fs);
+	own_changes_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	pthread_cond_destroy(&fs->echo_cond);

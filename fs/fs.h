@@ -57,6 +57,15 @@ void fs_set_session(struct fs *fs, struct fuse_session *se);
 /* The operations; the userdata to pass with them is the struct fs. */
 const struct fuse_lowlevel_ops *fs_ops(void);
 
+/*
+ * The echo's process (fs/echo.c): the daemon runs its own binary again as
+ * `/proc/self/exe FS_ECHO_ARG MOUNTPOINT PID`, and main() must hand such
+ * a command line to fs_echo_main() before anything else, which returns
+ * the exit status.
+ */
+#define FS_ECHO_ARG "--echo-process"
+int fs_echo_main(int argc, char **argv);
+
 /* Maps an enum store_err to the errno the filesystem answers. */
 int fs_errno(int store_err);
 

@@ -10,6 +10,7 @@
 #ifndef ETCDFS_FS_I_H
 #define ETCDFS_FS_I_H
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -49,6 +50,20 @@ struct node_rare {
 
 	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
 	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+
+	/*
+	 * Times set by utimensat (touch, cp -a, tar, rsync -t), in memory
+	 * only (attr.c): the mtime is the node's own; atime and ctime are
+	 * these while the node's mtime is still set_mtime, so that a new
+	 * revision (or a write) resets them all.
+	 */
+	bool times_set;
+	struct timespec set_mtime;
+	struct timespec atime;
+	struct timespec ctime;
+	/* the mode chmod gave a local file (temp files, mkdir'd dirs) */
+	bool mode_set;
+	mode_t mode;
 };
 
 struct node {
@@ -73,6 +88,8 @@ struct node {
 	bool removed;		/* out of the tree; freed when unreferenced */
 	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
 	bool in_lru;		/* its value counts against the value budget */
+	unsigned short cached_readers;	/* open files reading the kernel's
+					 * pages (file.c) */
 	unsigned refs;		/* open handles and requests in flight */
 	unsigned nopen;		/* open handles (but the echo's) */
 	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
@@ -121,6 +138,58 @@ struct inval_list {
 	size_t cap;
 };
 
+/*
+ * An open file (file.c): for a key, its own copy of the value, taken at
+ * open, which writes change and commit.c commits; for a local file (temp
+ * files), the node's value itself.
+ */
+struct handle {
+	pthread_mutex_t lock;	/* guards the fields below but node */
+	struct node *node;	/* referenced; fields under fs->lock */
+	bool local;		/* the node's value is the content */
+	char *buf;		/* the copy: NUL-terminated past len */
+	size_t len;
+	size_t cap;
+	int64_t base;		/* the revision buf is based on; 0: absent */
+	bool dirty;		/* written since the last commit */
+	bool truncated;		/* opened with O_TRUNC, not written yet */
+	int failed_err;		/* the last commit failed with this errno, and
+				 * what buf holds is not in etcd; written with
+				 * fs->lock held too */
+	bool trunc_waiting;	/* counted in node->trunc_waiting */
+	bool dropped;		/* its file was unlinked: nothing to commit
+				 * (under fs->lock) */
+	struct handle *nnext;	/* in node->handles, under fs->lock */
+	/*
+	 * Under fs->lock: a writer whose copy differs from what etcd has
+	 * shows its size and the time of its last change to every stat of
+	 * the file (the newest such writer first in node->handles).
+	 */
+	bool shown;
+	size_t shown_size;
+	struct timespec shown_mtime;
+	bool writer;		/* opened for writing */
+	bool written;		/* write() was called */
+	bool append;
+	bool echo;		/* the echo thread's: writes are no-ops */
+	bool cached;		/* reads the kernel's pages: counted in
+				 * node->cached_readers */
+	pid_t pid;		/* the opener, whose pins apply */
+	/*
+	 * Under fs->lock: times set (utimensat) while the writer held what
+	 * etcd does not have yet, which its commit keeps (cp -a and tar set
+	 * them before close); a later write takes the mtime back.
+	 */
+	unsigned char set_times;	/* ATTR_SET_ATIME | ATTR_SET_MTIME */
+	struct timespec set_atime;
+	struct timespec set_mtime;
+};
+
+static inline struct handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
+
 struct pin {
 	char *key;
 	size_t key_len;
@@ -143,6 +212,18 @@ struct echo_ev {
 	struct store_kv kv;	/* owned */
 	int64_t rev;		/* the revision of a deletion */
 	bool applied;		/* a handler applied it to the mirror */
+};
+
+/* The echo's process, as the echo thread knows it; that thread's alone. */
+struct echo_child {
+	int sock;		/* the thread's end of the socket; -1: none */
+	int wake;		/* eventfd: echo_stop() wakes the thread */
+	int64_t retry_at;	/* no new process before (CLOCK_MONOTONIC ms) */
+	unsigned failures;	/* processes that could not be started */
+	bool root_known;	/* the mount's identity, from mountinfo: */
+	uint64_t dev;
+	uint64_t mnt_id;
+	bool gone;		/* the mountpoint was not the mount, last time */
 };
 
 struct fs {
@@ -168,15 +249,29 @@ struct fs {
 	size_t value_bytes;
 
 	bool loaded;			/* the first listing is in */
+	/*
+	 * The watch, and the ones compactions ended, to join.  Under lock:
+	 * the watch's own thread replaces it (live.c's relist) while
+	 * fs_destroy() may be stopping it; once stopping is set no watch is
+	 * started and a relist gives up.
+	 */
 	struct store_watch *watch;
-	struct store_watch *old[16];	/* ended by compactions, to join */
+	struct store_watch *old[16];
 	size_t nold;
+	bool stopping;
 	bool watch_ok;			/* the watch is connected */
 
-	/* the echo thread (echo.c); echo_cur is protected by lock */
+	/*
+	 * The echo (echo.c): a thread that hands other clients' changes, one
+	 * at a time, to the echo's process, pid echo_pid (0: none), whose
+	 * requests are the echo's.  echo_cur and echo_pid are protected by
+	 * lock, and written by the echo thread only; echo_running too
+	 * (written by echo_start() and echo_stop()).
+	 */
 	struct echo_ev *echo_cur;
+	pid_t echo_pid;
+	struct echo_child echo_child;
 	pthread_t echo_thread;
-	pid_t echo_tid;
 	bool echo_running;
 	pthread_mutex_t echo_lock;	/* guards the queue and the below */
 	pthread_cond_t echo_cond;
@@ -194,6 +289,9 @@ struct fs {
 	 */
 	struct inflight *inflight;
 	pthread_cond_t inflight_cond;
+	/* the mount's own changes whose watch events are still to come */
+	struct own_change *own;		/* protected by lock (live.c) */
+	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
 };
@@ -203,8 +301,29 @@ void fs_now(struct timespec *ts);
 fuse_ino_t node_id(struct fs *fs, struct node *n);
 struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
+/* The directory @ino, or NULL with ENOTDIR in *@errp.  fs->lock held. */
+static inline struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
+{
+	struct node *dir = node_of(fs, ino);
+
+	if (dir->type != NODE_DIR) {
+		*errp = ENOTDIR;
+		return NULL;
+	}
+	return dir;
+}
 void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
+/*
+ * As fs_reply_entry, for a node the caller referenced (n->refs++) under
+ * fs->lock and unlocked since: a watch event cannot free it meanwhile.
+ * The reference is dropped once the entry's lookup holds the node.
+ */
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
+			  bool unref);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
+void fs_log_store_error(const char *what, const struct store_error *err);
+
+/* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 	      int64_t rev);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
@@ -212,6 +331,35 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);
 void inflight_end(struct fs *fs, struct inflight *in);
 bool inflight_has(struct fs *fs, const char *key, size_t key_len);
+/*
+ * The mount's own changes, which it puts in the mirror itself: a change of
+ * @key at @rev is noted (own_change_add) when the mirror has it, before
+ * the key's inflight ends, and its watch event, whenever it comes, is
+ * then taken (own_change_take: true once) and not applied again, so that
+ * an event of a key the mount has since renamed or deleted brings back
+ * nothing.  fs->lock held.  Bounded: past OWN_CHANGES_MAX, the oldest are
+ * forgotten.
+ */
+void own_change_add(struct fs *fs, const char *key, size_t key_len,
+		    int64_t rev);
+bool own_change_take(struct fs *fs, const char *key, size_t key_len,
+		     int64_t rev);
+void own_changes_free(struct fs *fs);
+/*
+ * Waits until no commit, unlink or rename of @n's key by this mount is in
+ * flight, so that changes of one key reach etcd in the order they were
+ * made (a close's commit, sent at release, before the unlink that
+ * followed it).  fs->lock held, dropped meanwhile: true if it was, and
+ * the caller looks again at what it found (@n itself may be gone then,
+ * unless the caller holds a reference).  Bounded (a minute).
+ */
+bool inflight_wait(struct fs *fs, struct node *n);
+/*
+ * Lists the keys below @dir's prefix and makes the subtree match them.
+ * Takes and drops fs->lock itself; @dir must be referenced.
+ */
+int fs_refresh_dir(struct fs *fs, struct node *dir);
+int fs_start_watch(struct fs *fs, int64_t from);
 
 /* node.c: all with fs->lock held */
 struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
@@ -291,11 +439,6 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode, dev_t rdev);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi);
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-	      struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /*
  * With fs->lock held: reads @n's value again if the value budget evicted
@@ -303,11 +446,102 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
  * found.  0, or -ENOENT if the key went meanwhile, or another -errno.
  */
 int fs_load_value(struct fs *fs, struct node *n);
+
+/* commit.c */
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
+/* Resizes a local node's content; fs->lock held. */
+int node_local_resize(struct fs *fs, struct node *n, size_t size);
+enum commit_kind {
+	COMMIT_FLUSH,		/* a close */
+	COMMIT_FSYNC,
+	COMMIT_RELEASE,		/* the last close, which nobody hears */
+};
+/*
+ * Commits @h's copy if it needs it: when written, when its file is new,
+ * when its last commit failed, or (fsync, release) when it was only
+ * truncated.  Returns 1 if it committed, 0 if there was nothing to, or a
+ * negative errno.  @h->lock held.
+ */
+int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind);
+/* After a commit of inode @ino: the kernel drops its pages and size. */
+void handle_committed(struct fs *fs, fuse_ino_t ino);
+/*
+ * With fs->lock held: puts the size and mtime of @n's newest changed
+ * writer into @st, if it has one; true if so.  A stat of a file open for
+ * writing sees what its writer holds, as on a local disk, unless files
+ * opened before the change read the kernel's pages of it (cached
+ * readers): the kernel's size is theirs too, and would cut what they
+ * read, so stat shows what etcd has until they close.
+ */
+bool node_writer_attr(struct node *n, struct stat *st);
+/*
+ * Has @n a writer whose copy differs from etcd's?  Then a new reader must
+ * not read the kernel's pages of it.  fs->lock held.
+ */
+bool node_writer_changed(struct node *n);
+/*
+ * With fs->lock held, when @h stops showing its size (commit, close):
+ * true if the kernel's attributes of the file are then wrong.
+ */
+bool handle_unshow(struct node *n, struct handle *h);
+/*
+ * For unlink and rename, with fs->lock held.  A writer closed unwritten
+ * after a truncation (or a new file's creation) is committed at its
+ * release, which the kernel sends later: node_closed_truncation tells if
+ * @n has one.  An unlink drops every writer's commit (node_drop_writers):
+ * their file is gone, as on a local disk.  A rename commits the
+ * truncation with the move and tells the writers (node_writers_moved):
+ * those based on @from_rev, the revision the key had, are based on @rev,
+ * the moved key's, from now on.
+ */
+bool node_closed_truncation(struct node *n);
+void node_drop_writers(struct fs *fs, struct node *n);
+void node_writers_moved(struct fs *fs, struct node *n, int64_t from_rev,
+			int64_t rev);
+/*
+ * A writer follows its file's renames between a key and a temp name: the
+ * copy of a key's writer goes into the file now in memory, and a temp
+ * file's writer takes the key's value as its copy.  @h->lock and fs->lock
+ * held; 0 or a negative errno.
+ */
+int handle_follow(struct fs *fs, struct handle *h);
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size);
 int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
+/*
+ * Writes @data to @key with one compare-and-swap on @base (0: the key must
+ * be absent), and puts it in the mirror (@n's node, or the tree's node of
+ * the key if @n was replaced; with @own, a new inode when other files are
+ * open on it).  *@rev: the new revision.  @begun: an inflight the caller
+ * began for @key under the same lock as its decision to commit (ended
+ * here), or NULL.  0 or a negative errno (ESTALE: changed meanwhile).
+ */
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid, bool own, int64_t *rev);
+		    size_t len, pid_t pid, bool own, int64_t *rev,
+		    struct inflight *begun);
+
+/* attr.c */
+#define ATTR_SET_ATIME 1
+#define ATTR_SET_MTIME 2
+/*
+ * Sets @n's times as utimensat does (@what: ATTR_SET_*), in memory until
+ * the next revision; fs->lock held.  0 or -ENOMEM.
+ */
+int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
+		   const struct timespec *mtime);
+/* What node_fill_attr shows of the times and modes set in memory. */
+void node_kept_attr(struct node *n, struct stat *st);
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		int to_set, struct fuse_file_info *fi);
+
+/* move.c */
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       fuse_ino_t newparent, const char *newname, unsigned int flags);
 
 /* echo.c */
 int echo_start(struct fs *fs);

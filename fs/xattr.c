@@ -13,6 +13,14 @@
  * user.etcd.valueBytes (the bytes of values held in memory: only counted
  * under -o value_budget, else "all").
  *
+ * Readable on a file whose value is a Kubernetes object (protobuf with the
+ * "k8s\0" magic, or a JSON object): user.k8s.apiVersion and user.k8s.kind,
+ * from its TypeMeta (helper/object.c), read when asked for and not before;
+ * an evicted value is read from etcd again for it.  ENODATA where the value
+ * is not an object or has no such field, EBADMSG where its protobuf
+ * envelope is malformed.  They are listed where the value is in memory and
+ * its first bytes say it may be an object (listing parses nothing).
+ *
  * Writable: user.etcd.pin.  `setfattr -n user.etcd.pin -v REV FILE` pins the
  * revision that the next commit of FILE's key by the same script must be
  * based on.  The pin belongs to the script that ran setfattr (setfattr's
@@ -37,8 +45,10 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "object.h"
 
 #define XA_PREFIX "user.etcd."
+#define XA_K8S_PREFIX "user.k8s."
 #define PIN_MAX 4096
 #define PIN_LIFETIME 600
 
@@ -48,6 +58,11 @@ static const char *const file_names[] = {
 	"user.etcd.version",
 	"user.etcd.lease",
 	"user.etcd.key",
+};
+
+static const char *const k8s_names[] = {
+	"user.k8s.apiVersion",
+	"user.k8s.kind",
 };
 
 static const char *const root_names[] = {
@@ -277,6 +292,56 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 	return snprintf(buf, size, "%" PRId64, v);
 }
 
+/*
+ * user.k8s.@name of @n into *@big: its length, or -errno.  fs->lock held;
+ * dropped while an evicted value is read again, and while the copy of the
+ * value is parsed, so that a large JSON object holds up no other call.
+ */
+static ssize_t k8s_value(struct fs *fs, struct node *n, const char *name,
+			 char **big)
+{
+	struct object_meta m;
+	char *copy, *s;
+	size_t len;
+	int err;
+
+	*big = NULL;
+	if (strcmp(name, "apiVersion") != 0 && strcmp(name, "kind") != 0)
+		return -ENODATA;
+	if (!is_key_file(n))
+		return -ENODATA;
+	err = fs_load_value(fs, n);
+	if (err)
+		return err;
+	if (!n->value)
+		return -EIO;
+	len = n->size;
+	copy = malloc(len ? len : 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, n->value, len);
+	pthread_mutex_unlock(&fs->lock);
+	err = object_meta(copy, len, &m);
+	free(copy);
+	pthread_mutex_lock(&fs->lock);
+	if (err)
+		return err;
+	if (strcmp(name, "kind") == 0) {
+		s = m.kind;
+		len = m.kind_len;
+		m.kind = NULL;
+	} else {
+		s = m.api_version;
+		len = m.api_version_len;
+		m.api_version = NULL;
+	}
+	object_meta_release(&m);
+	if (!s)
+		return -ENODATA;
+	*big = s;
+	return (ssize_t)len;
+}
+
 void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 size_t size)
 {
@@ -284,14 +349,20 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char buf[512], *big;
 	const char *val;
 	ssize_t len;
+	bool k8s = strncmp(name, XA_K8S_PREFIX, strlen(XA_K8S_PREFIX)) == 0;
 
-	if (strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) != 0) {
+	if (!k8s && strncmp(name, XA_PREFIX, strlen(XA_PREFIX)) != 0) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	len = xattr_value(fs, node_of(fs, ino), name, fuse_req_ctx(req)->pid,
-			  buf, sizeof(buf), &big);
+	if (k8s)
+		len = k8s_value(fs, node_of(fs, ino),
+				name + strlen(XA_K8S_PREFIX), &big);
+	else
+		len = xattr_value(fs, node_of(fs, ino), name,
+				  fuse_req_ctx(req)->pid, buf, sizeof(buf),
+				  &big);
 	pthread_mutex_unlock(&fs->lock);
 	val = big ? big : buf;
 	if (len < 0)
@@ -314,6 +385,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[512];
 	size_t n = 0, len = 0, i;
 	struct node *node;
+	bool k8s = false;
 
 	pthread_mutex_lock(&fs->lock);
 	node = node_of(fs, ino);
@@ -323,12 +395,20 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	} else if (is_key_file(node)) {
 		names = file_names;
 		n = sizeof(file_names) / sizeof(file_names[0]);
+		k8s = node->value && object_maybe(node->value, node->size);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++) {
 		size_t l = strlen(names[i]) + 1;
 
 		memcpy(buf + len, names[i], l);
+		len += l;
+	}
+	for (i = 0; k8s && i < sizeof(k8s_names) / sizeof(k8s_names[0]);
+	     i++) {
+		size_t l = strlen(k8s_names[i]) + 1;
+
+		memcpy(buf + len, k8s_names[i], l);
 		len += l;
 	}
 	if (size == 0)

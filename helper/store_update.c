@@ -164,13 +164,18 @@ struct update {
 /* update_attempt's verdicts, beside 0 and a negative enum store_err */
 #define UPDATE_AGAIN	1
 
-/* Reads the key's current state into u->cur. */
+/*
+ * Reads the key's current state into u->cur, linearizably: an update that
+ * finds the value it would write already there returns 0 without writing,
+ * which only a read of the cluster's latest state may decide (a member's
+ * own serializable answer can be behind another client's commit).
+ */
 static int update_read(struct update *u)
 {
 	store_kv_release(&u->cur);
 	u->current = true;
-	return store_read(u->s, u->full, u->full_len, 0, &u->cur, &u->exists,
-			  u->err);
+	return store_read(u->s, u->full, u->full_len, STORE_READ_QUORUM,
+			  &u->cur, &u->exists, u->err);
 }
 
 /* The caller's suggestion as u->cur, or a read if there is none. */

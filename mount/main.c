@@ -321,6 +321,10 @@ int main(int argc, char *argv[])
 	int ret = 1;
 	int rc;
 
+	/* this binary run again by the daemon, as its echo (fs/echo.c) */
+	if (argc > 1 && strcmp(argv[1], FS_ECHO_ARG) == 0)
+		return fs_echo_main(argc, argv);
+
 	memset(&fo, 0, sizeof(fo));
 	opts_init(&o);
 	log_init(false);

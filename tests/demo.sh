@@ -153,6 +153,7 @@ In another terminal, try:
   cat $m/registry/services/specs/shop/web
   grep -r '"image"' $m/registry/pods
   getfattr -d $m/config/app/replicas
+  getfattr -n user.k8s.kind $m/registry/pods/shop/postgres-0
   vim $m/config/app/log-level
   echo 5 > $m/config/app/replicas
 

@@ -7,7 +7,8 @@
 # 1. tests/lib/deps.sh: the Debian packages (installed as root if missing)
 #    and /dev/fuse.
 # 2. main, build/: warnings as errors; every suite (unit, integration, fs,
-#    bench), $RUN_JOBS tests at a time.
+#    and bench's smoke run: one tiny round of each benchmark, so that it
+#    never rots), $RUN_JOBS tests at a time.
 # 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3
 #    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER);
 #    unit (with each fuzz target's replay of its seeds), integration and
@@ -24,7 +25,7 @@
 # Tests run in parallel, as meson schedules them: each starts its own etcd
 # on free ports and its own mount in its own temporary dir; the timing-
 # sensitive ones (tests/meson.build: is_parallel false: load.bats, the
-# 3-member clusters) run alone, first.  Every pass prints its build and
+# 3-member clusters, daemon.bats' kills) run alone, first.  Every pass prints its build and
 # test times, every test's time and its ten longest cases (bats --timing).
 #
 # Every test case of every pass is counted from the tests' TAP output in
@@ -39,8 +40,8 @@
 # picks passes; RUN_JOBS (default 4 on 2 cores: most of a filesystem
 # test's time is waiting) is meson test's --num-processes; ASAN_FS_TESTS
 # replaces the sanitizer pass's fs subset by the tests it names ("all":
-# every fs test); MESON_TEST_ARGS is added to every meson test.  It cannot
-# run the benchmarks; they are not part of the suite.
+# every fs test); MESON_TEST_ARGS is added to every meson test.  The
+# benchmarks themselves (tests/bench/run.sh) are not part of the suite.
 
 set -u
 set -o pipefail
@@ -103,6 +104,7 @@ count_log()
 	while IFS= read -r line; do
 		case $line in
 		FAIL\ *) summary+=("$line") ;;
+		DIAG\ *) summary+=("    ${line#DIAG }") ;;
 		TIME\ *) echo "  ${line#TIME }" ;;
 		esac
 	done < <(tail -n +2 <<<"$out")

@@ -314,3 +314,82 @@ _xattr_is()
 	printf 'x' >"$MNT/k"
 	[ "$(xattr revision "$MNT")" = "$(kv_rev)" ]
 }
+
+# A Pod as the apiserver stores it: "k8s\0", then runtime.Unknown with its
+# TypeMeta {apiVersion v1, kind Pod}, a raw object, contentEncoding and
+# contentType (helper/object.c reads it; tests/unit/test_object.c has it too).
+K8S_POD='k8s\0\x0a\x09\x0a\x02v1\x12\x03Pod\x12\x03\x0a\x01x\x1a\x00\x22\x00'
+
+k8s()
+{
+	getfattr --absolute-names --only-values -n "user.k8s.$1" "$2"
+}
+
+@test "a Kubernetes object's apiVersion and kind, protobuf or JSON" {
+	mkdir -p "$MNT/registry/pods/default"
+	# shellcheck disable=SC2059 # the format is the value
+	printf "$K8S_POD" >"$MNT/registry/pods/default/web"
+	# what etcd holds is the bytes written, NUL and all
+	# shellcheck disable=SC2059
+	cmp <(printf "$K8S_POD") <(kv_get /registry/pods/default/web)
+	kv_put /registry/configmaps/default/app \
+		'{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}'
+	kv_put /registry/deployments/x '  {"kind": "Deployment", "apiVersion": "apps/v1"}'
+	kv_put /plain hello
+
+	[ "$(k8s apiVersion "$MNT/registry/pods/default/web")" = v1 ]
+	[ "$(k8s kind "$MNT/registry/pods/default/web")" = Pod ]
+	fs_wait_value "$MNT/registry/configmaps/default/app" \
+		'{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}'
+	[ "$(k8s kind "$MNT/registry/configmaps/default/app")" = ConfigMap ]
+	[ "$(k8s apiVersion "$MNT/registry/configmaps/default/app")" = v1 ]
+	wait_for 10 test -e "$MNT/registry/deployments/x"
+	[ "$(k8s apiVersion "$MNT/registry/deployments/x")" = apps/v1 ]
+
+	# listed with the others where the value may be an object
+	run getfattr --absolute-names -d -m '^user\.' "$MNT/registry/pods/default/web"
+	echo "$output"
+	grep -q '^user\.k8s\.kind="Pod"$' <<<"$output"
+	grep -q '^user\.etcd\.resourceVersion=' <<<"$output"
+
+	# not an object: no such attribute, and none listed
+	wait_for 10 test -e "$MNT/plain"
+	run fs_try 'os.getxattr(args[0], "user.k8s.kind")' "$MNT/plain"
+	[ "$output" = ENODATA ]
+	run getfattr --absolute-names -d -m '^user\.' "$MNT/plain"
+	! grep -q 'user\.k8s' <<<"$output"
+	# a JSON object without a kind has none
+	kv_put /nokind '{"apiVersion":"v1"}'
+	wait_for 10 test -e "$MNT/nokind"
+	run fs_try 'os.getxattr(args[0], "user.k8s.kind")' "$MNT/nokind"
+	[ "$output" = ENODATA ]
+	# the magic with a cut envelope: a clear error, and the value intact
+	printf 'k8s\0\x0a\x09\x0a\x02v1' >"$MNT/cut"
+	run fs_try 'os.getxattr(args[0], "user.k8s.kind")' "$MNT/cut"
+	[ "$output" = EBADMSG ]
+	cmp <(printf 'k8s\0\x0a\x09\x0a\x02v1') "$MNT/cut"
+	# read-only: setting one is refused, and changes nothing
+	run setfattr -n user.k8s.kind -v Node "$MNT/registry/pods/default/web"
+	[ "$status" -ne 0 ]
+	[ "$(k8s kind "$MNT/registry/pods/default/web")" = Pod ]
+}
+
+@test "user.k8s.kind of a value the value budget evicted reads it again" {
+	local i
+	fs_unmount
+	fs_mount value_budget=4K
+	kv_put /obj '{"apiVersion":"v1","kind":"Secret","data":{}}'
+	wait_for 10 test -e "$MNT/obj"
+	cat "$MNT/obj" >/dev/null
+	# evict it: read more than the budget of other values after it
+	for ((i = 0; i < 12; i++)); do
+		head -c 1024 /dev/zero | tr '\0' x | kv_put "/fill/v$i"
+	done
+	for ((i = 0; i < 12; i++)); do
+		wait_for 10 test -e "$MNT/fill/v$i"
+		cat "$MNT/fill/v$i" >/dev/null
+	done
+	(($(getfattr --absolute-names --only-values -n user.etcd.valueBytes "$MNT") <= 4096 + 1024))
+	[ "$(k8s kind "$MNT/obj")" = Secret ]
+	[ "$(k8s apiVersion "$MNT/obj")" = v1 ]
+}

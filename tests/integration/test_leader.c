@@ -39,6 +39,15 @@
 #define LEDGER_MAX	4096
 /* no thread runs longer than this, whatever happens to the cluster */
 #define RUN_LIMIT_MS	120000
+/*
+ * The increments that must succeed before the writers stop: after the
+ * kills they run on until there are this many (a count, not a rate: a
+ * loaded machine takes longer, bounded by RUN_LIMIT_MS).
+ */
+#define MIN_INCREMENTS	100
+
+/* increments that succeeded so far, all counter threads */
+static int increments_ok;
 
 static struct util_cluster cl;
 
@@ -168,6 +177,9 @@ static void *counter_main(void *arg)
 					     &kv, increment, NULL, NULL, &err);
 		store_kv_release(&kv);
 		tally_add(&w->t, rc, &err);
+		if (rc == 0)
+			__atomic_add_fetch(&increments_ok, 1,
+					   __ATOMIC_RELEASE);
 	}
 	return NULL;
 }
@@ -344,6 +356,7 @@ static bool across_kills(enum store_api api)
 
 	s = make(api);
 	CHECK(s);
+	__atomic_store_n(&increments_ok, 0, __ATOMIC_RELEASE);
 	rc = store_create(s, "counter", 7, "0", 1, 0, NULL, &err);
 	if (rc)
 		tap_diag("create the counter: %s", err.msg);
@@ -363,6 +376,10 @@ static bool across_kills(enum store_api api)
 	k = member_of(store_endpoint(s));
 	if (ok)
 		ok = kill_leader(k % cl.n + 1);
+	while (__atomic_load_n(&increments_ok, __ATOMIC_ACQUIRE) <
+		       MIN_INCREMENTS &&
+	       util_now_ms() < w[0].deadline)
+		util_sleep_ms(50);
 	__atomic_store_n(&stop, true, __ATOMIC_RELEASE);
 	for (i = 0; i < N_COUNTERS + N_LEDGERS; i++)
 		pthread_join(th[i], NULL);
@@ -380,7 +397,7 @@ static bool across_kills(enum store_api api)
 	store_kv_release(&kv);
 	tap_diag("the counter is %lld after %d increments that succeeded",
 		 value, counters.ok);
-	CHECK(counters.ok > 100);
+	CHECK(counters.ok >= MIN_INCREMENTS);
 	CHECK(value >= counters.ok);
 	CHECK(value <= counters.ok + counters.unknown);
 

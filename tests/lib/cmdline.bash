@@ -165,17 +165,21 @@ stop_pid()
 }
 
 # The pids of the etcdfs processes ($ETCDFS, or $ETCDFS_INSTALLED if set)
-# with @1 as an argument.  Builtins only:
-# forking once per process in /proc would take seconds.
+# with @1 as an argument: the daemons, not their echo processes
+# (`etcdfs --echo-process MOUNTPOINT PID`, fs/echo.c), which go with their
+# daemon.  Builtins only: forking once per process in /proc would take
+# seconds.
 etcdfs_pids()
 {
-	local d arg
+	local d arg n
 
 	for d in /proc/[0-9]*; do
 		[[ $d/exe -ef $ETCDFS ]] ||
 			[[ -n ${ETCDFS_INSTALLED:-} && $d/exe -ef $ETCDFS_INSTALLED ]] ||
 			continue
+		n=0
 		while IFS= read -r -d '' arg; do
+			((n++ != 1)) || [[ $arg != --echo-process ]] || break
 			if [[ $arg == "$1" ]]; then
 				echo "${d#/proc/}"
 				break

@@ -14,7 +14,10 @@
 #       line).  Prints "PASSED FAILED", then "FAIL PASS: TEST: LINE" for
 #       each failed case, "TIME ..." for each test (longest first) and
 #       "SLOW ..." for the ten longest cases that say their time (bats
-#       --timing: "ok 3 name in 1234ms").
+#       --timing: "ok 3 name in 1234ms").  Each FAIL line is followed by
+#       up to DIAG_LINES "DIAG ..." lines: the TAP comments ("# ...") the
+#       case printed, its last ones (where a bats test failed, and why),
+#       so that a CI log says why without the test's own log.
 #
 # A case is one "ok" or "not ok" line; "not ok" and a skipped case
 # ("# skip") fail.  A test whose result is not OK and that has no failed
@@ -28,6 +31,7 @@ import sys
 
 CASE_RE = re.compile(r"^(not )?ok\b(.*)$")
 SKIP_RE = re.compile(r"#\s*skip", re.I)
+DIAG_LINES = 12
 MS_RE = re.compile(r"\bin (\d+)ms\b")
 
 
@@ -45,6 +49,25 @@ def select(build, suites, names):
             print(t["name"])
 
 
+def diag(lines, i):
+    """The last DIAG_LINES comments around case line @i: bats prints a
+    failed case's output after its "not ok" line, a C TAP test before."""
+    after, before = [], []
+    for l in lines[i + 1:]:
+        if CASE_RE.match(l.strip()):
+            break
+        if l.startswith("#"):
+            after.append(l)
+    if not after:
+        for l in reversed(lines[:i]):
+            if CASE_RE.match(l.strip()):
+                break
+            if l.startswith("#"):
+                before.insert(0, l)
+    got = after or before
+    return ["DIAG " + l[:200] for l in got[-DIAG_LINES:]]
+
+
 def count(path, pass_name):
     passed = failed = 0
     bad, rows, cases = [], [], []
@@ -57,13 +80,15 @@ def count(path, pass_name):
             short = name.split(" / ")[-1]
             result = t.get("result", "ERROR")
             p = n = 0
-            for l in (t.get("stdout") or "").splitlines():
+            lines = (t.get("stdout") or "").splitlines()
+            for i, l in enumerate(lines):
                 m = CASE_RE.match(l.strip())
                 if not m:
                     continue
                 if m.group(1) or SKIP_RE.search(m.group(2)):
                     n += 1
                     bad.append("%s: %s: %s" % (pass_name, name, l.strip()))
+                    bad.extend(diag(lines, i))
                 else:
                     p += 1
                 ms = MS_RE.search(m.group(2))
@@ -79,7 +104,7 @@ def count(path, pass_name):
             rows.append((t.get("duration") or 0.0, short, result, p + n))
     print(passed, failed)
     for b in bad:
-        print("FAIL", b)
+        print(b if b.startswith("DIAG ") else "FAIL " + b)
     for d, name, result, k in sorted(rows, reverse=True):
         print("TIME %7.1f s  %-7s %-18s %4d cases" % (d, result, name, k))
     for ms, name, line in sorted(cases, reverse=True)[:10]:

@@ -1,0 +1,203 @@
+/*
+ * attr.c - setattr: sizes, modes, owners and times of files
+ *
+ * A size goes to the open file's buffer (ftruncate, open with O_TRUNC) or
+ * is committed at once (truncate of a path, commit.c).  etcd keeps no
+ * mode, owner or time of a key: times set by utimensat are kept in the
+ * mirror until the key's next revision (or a write), and a rename keeps
+ * them; the mode of a file that lives in memory (temp files, mkdir'd
+ * directories) is kept with it.  chmod of a key and chown that change
+ * nothing succeed, others fail with EPERM unless -o chmod_ok.
+ *
+ * What it cannot do: store a mode, an owner or a time in etcd, so none
+ * outlives the mount.
+ */
+#include <errno.h>
+#include <sys/stat.h>
+
+#include "fs_i.h"
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/*
+ * The errno of a commit that failed on the file a setattr is about: the
+ * open file it came through, or, for a new file not in etcd yet, any file
+ * open on it (utimensat and fchmod do not say which).  0 if none.
+ * fs->lock held.
+ */
+static int failed_commit(struct node *n, struct fuse_file_info *fi)
+{
+	struct handle *h = fi ? handle_of(fi) : NULL;
+
+	if (h && !h->echo && h->failed_err)
+		return h->failed_err;
+	if (!n->pending)
+		return 0;
+	for (h = n->handles; h; h = h->nnext)
+		if (h->failed_err)
+			return h->failed_err;
+	return 0;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Are the times utimensat set still those @n shows? */
+static bool times_kept(const struct node *n)
+{
+	return n->rare && n->rare->times_set &&
+	       same_time(&n->rare->set_mtime, &n->mtime);
+}
+
+int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
+		   const struct timespec *mtime)
+{
+	struct timespec cur_atime = times_kept(n) ? n->rare->atime : n->mtime;
+	struct timespec since = times_kept(n) ? n->rare->ctime : n->mtime;
+	const struct timespec *a = what & ATTR_SET_ATIME ? atime : &cur_atime;
+	const struct timespec *m = what & ATTR_SET_MTIME ? mtime : &n->mtime;
+
+	if (same_time(a, m) && !n->rare) {
+		/* atime and ctime are the mtime: nothing else to keep */
+		n->mtime = *m;
+		return 0;
+	}
+	if (!node_rare(n))
+		return -ENOMEM;
+	n->rare->atime = *a;
+	n->rare->ctime = since;		/* when the mount saw the revision */
+	n->mtime = *m;
+	n->rare->set_mtime = n->mtime;
+	n->rare->times_set = true;
+	return 0;
+}
+
+void node_kept_attr(struct node *n, struct stat *st)
+{
+	if (times_kept(n) && same_time(&st->st_mtim, &n->mtime)) {
+		st->st_atim = n->rare->atime;
+		st->st_ctim = n->rare->ctime;
+	}
+	if (n->local && n->rare && n->rare->mode_set)
+		st->st_mode = (st->st_mode & S_IFMT) | n->rare->mode;
+}
+
+/*
+ * utimensat: the times go to the mirror, and to each writer that holds
+ * what etcd does not have yet, whose commit keeps them.  fs->lock held.
+ */
+static int set_times(struct fs *fs, struct node *n, const struct stat *attr,
+		     int to_set)
+{
+	struct timespec now, atime = attr->st_atim, mtime = attr->st_mtim;
+	unsigned what = 0;
+	struct handle *h;
+
+	fs_now(&now);
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+		what |= ATTR_SET_ATIME;
+	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+		what |= ATTR_SET_MTIME;
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		atime = now;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		mtime = now;
+	for (h = n->handles; h; h = h->nnext) {
+		if (h->local || h->dropped ||
+		    !(h->dirty || h->truncated || h->failed_err || n->pending))
+			continue;
+		h->set_times |= what;
+		if (what & ATTR_SET_ATIME)
+			h->set_atime = atime;
+		if (what & ATTR_SET_MTIME)
+			h->set_mtime = h->shown_mtime = mtime;
+	}
+	return node_set_times(n, what, &atime, &mtime);
+}
+
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct node *n;
+	struct stat st;
+	bool echo, mode_local;
+	int err = 0, failed;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	node_fill_attr(fs, n, &st);
+	echo = echo_of(fs, req) != NULL;
+	failed = failed_commit(n, fi);
+	/* a file in memory keeps its mode there (rsync's temp files) */
+	mode_local = (to_set & FUSE_SET_ATTR_MODE) && n->local;
+	pthread_mutex_unlock(&fs->lock);
+
+	if (echo) {
+		/* the echo's truncation: the mirror has the value already */
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+		return;
+	}
+	if (fs->cfg.ro) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	/* touch of a file whose creation failed: it is in no etcd */
+	if (failed && (to_set & ~FUSE_SET_ATTR_SIZE)) {
+		fuse_reply_err(req, failed);
+		return;
+	}
+	/* chmod and chown that change nothing succeed: cp and sed call them */
+	if ((to_set & FUSE_SET_ATTR_MODE) && !mode_local &&
+	    !fs->cfg.chmod_ok && (attr->st_mode & 07777) != (st.st_mode & 07777))
+		err = EPERM;
+	if ((to_set & FUSE_SET_ATTR_UID) && !fs->cfg.chmod_ok &&
+	    attr->st_uid != st.st_uid)
+		err = EPERM;
+	if ((to_set & FUSE_SET_ATTR_GID) && !fs->cfg.chmod_ok &&
+	    attr->st_gid != st.st_gid)
+		err = EPERM;
+	if (!err && (to_set & FUSE_SET_ATTR_SIZE)) {
+		if (n->type == NODE_DIR)
+			err = EISDIR;
+		else if (fi)
+			err = -fs_truncate_open(fs, fi, attr->st_size);
+		else
+			err = -fs_truncate_path(fs, n, attr->st_size,
+						fuse_req_ctx(req)->pid);
+	}
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	pthread_mutex_lock(&fs->lock);
+	if (mode_local && !n->local) {
+		/* saved over a key meanwhile: as a key's chmod */
+		node_fill_attr(fs, n, &st);
+		if (!fs->cfg.chmod_ok &&
+		    (attr->st_mode & 07777) != (st.st_mode & 07777))
+			err = EPERM;
+	} else if (mode_local) {
+		if (node_rare(n)) {
+			n->rare->mode = attr->st_mode & 07777;
+			n->rare->mode_set = true;
+		} else {
+			err = ENOMEM;
+		}
+	}
+	if (!err && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+			       FUSE_SET_ATTR_ATIME_NOW |
+			       FUSE_SET_ATTR_MTIME_NOW)))
+		err = -set_times(fs, n, attr, to_set);
+	node_fill_attr(fs, n, &st);
+	pthread_mutex_unlock(&fs->lock);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
+}
