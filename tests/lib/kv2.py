@@ -187,20 +187,22 @@ def main(cmd, args):
                 sys.exit("kv2: del --prefix takes a directory, not %r"
                          % prefix)
             count = len(under(prefix))
-            j, _ = call("DELETE", prefix.rstrip("/") or "/",
-                        {"recursive": "true"})
+            j, index = call("DELETE", prefix.rstrip("/") or "/",
+                            {"recursive": "true"})
             if j.get("errorCode") == 100:
                 count = 0
             elif "errorCode" in j:
                 fail(j)
         else:
-            j, _ = call("DELETE", args[0])
+            j, index = call("DELETE", args[0])
             count = 1
             if j.get("errorCode") == 100:
                 count = 0
             elif "errorCode" in j:
                 fail(j)
+        # the count, then the index for kv_del to wait for
         print(count)
+        print(json.dumps({"revision": index}, separators=(",", ":")))
     elif cmd == "history":
         first, last = int(args[0]), int(args[1])
         for e in events("/", first, last, True):

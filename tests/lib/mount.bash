@@ -61,7 +61,9 @@
 #   kv_del [--prefix] KEY
 #                        deletes KEY (or every key under the prefix KEY)
 #                        and prints how many keys it deleted, as
-#                        `etcdctl del` does
+#                        `etcdctl del` does; as kv_put, it then waits
+#                        until a mount with a connected watch has applied
+#                        the deletion (_fs_catch_up)
 #   kv_dump              every key as "KEY VALUE" lines, sorted
 #   kv_get KEY           the value's exact bytes on stdout; fails if absent
 #   kv_has KEY           succeeds if the key exists
@@ -475,11 +477,21 @@ kv_history()
 
 kv_del()
 {
+	local out
+
 	if fs_v2; then
-		_kv2 del "$@"
-		return
+		out=$(_kv2 del "$@") || return
+		head -n 1 <<<"$out"
+		_fs_catch_up "$(tail -n 1 <<<"$out")"
+		return 0
 	fi
-	"$ETCDCTL_BIN" del "$@"
+	out=$("$ETCDCTL_BIN" del -w json "$@") || return
+	if [[ $out =~ \"deleted\":\"?([0-9]+) ]]; then
+		echo "${BASH_REMATCH[1]}"
+	else
+		echo 0	# JSON leaves a zero out
+	fi
+	_fs_catch_up "$out"
 }
 
 kv_dump()
