@@ -52,6 +52,8 @@ int fs_errno(int err)
 		return EINVAL;
 	case STORE_ENOTSUP:
 		return ENOTSUP;
+	case STORE_ENOSPC:
+		return ENOSPC;
 	case STORE_EINTERNAL:
 		return ENOMEM;
 	case STORE_ECOMPACTED:

@@ -28,6 +28,7 @@ static const char *const store_names[STORE_ERR_COUNT] = {
 	[-STORE_EINVAL] = "invalid argument",
 	[-STORE_ENOTSUP] = "not supported",
 	[-STORE_EUNKNOWN] = "outcome unknown",
+	[-STORE_ENOSPC] = "no space",
 };
 
 static const char *const store_descriptions[STORE_ERR_COUNT] = {
@@ -48,6 +49,7 @@ static const char *const store_descriptions[STORE_ERR_COUNT] = {
 	[-STORE_ENOTSUP] = "not supported",
 	[-STORE_EUNKNOWN] = ("the answer was lost: the write may have been "
 			     "applied"),
+	[-STORE_ENOSPC] = "the cluster is out of space",
 };
 
 const char *store_strerror(int err)

@@ -42,9 +42,10 @@ enum store_err {
 	 * may have been.  Only writes return it.
 	 */
 	STORE_EUNKNOWN = -15,
+	STORE_ENOSPC = -16,		/* the cluster is out of space (its quota) */
 };
 
-#define STORE_ERR_COUNT 16
+#define STORE_ERR_COUNT 17
 
 /* Returns a static, lower-case description of @err ("key not found"). */
 const char *store_strerror(int err);

@@ -441,6 +441,8 @@ size_t store_max_value_size(const struct store *s)
 
 const char *store_endpoint(struct store *s)
 {
+	if (s->be_ops->endpoint)
+		return s->be_ops->endpoint(s);
 	return transport_endpoint(s->tr);
 }
 

@@ -12,7 +12,8 @@
  * key (printable), the revision that matters and a one-line cause.  The
  * values (struct store_kv, store_list, store_member) are in helper/kv.h.
  *
- * A store may be used from many threads at once.  Each thread gets a
+ * A store may be used from many threads at once.  v3: every thread's
+ * calls share one HTTP/2 connection per endpoint; v2: each thread gets a
  * connection of its own, kept alive between requests.
  *
  * Writes (store_create, store_delete, store_guaranteed_update,

@@ -92,6 +92,16 @@ struct store_backend {
 		     int64_t *rev, struct store_error *err);
 	int (*rmdir)(struct store *s, const char *key, size_t key_len,
 		     int64_t *rev, struct store_error *err);
+
+	/*
+	 * A backend with a transport of its own (not s->tr): the endpoint in
+	 * use, a new endpoint list (as transport_set_endpoints) and the
+	 * count of requests that found no endpoint.  NULL: s->tr's.
+	 */
+	const char *(*endpoint)(struct store *s);
+	int (*set_endpoints)(struct store *s, const char *const *endpoints,
+			     size_t n, struct store_error *err);
+	uint64_t (*unreachable_count)(struct store *s);
 };
 
 struct store {

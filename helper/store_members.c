@@ -111,8 +111,10 @@ int store_refresh_endpoints(struct store *s, size_t *n_out,
 		}
 		n++;
 	}
-	rc = transport_set_endpoints(s->tr, (const char *const *)list, n,
-				     err);
+	rc = s->be_ops->set_endpoints ?
+		s->be_ops->set_endpoints(s, (const char *const *)list, n, err) :
+		transport_set_endpoints(s->tr, (const char *const *)list, n,
+					err);
 	if (rc == 0 && n_out)
 		*n_out = n;
 out:
@@ -122,6 +124,14 @@ out:
 	free(list);
 	store_members_free(m, nm);
 	return rc;
+}
+
+/* Requests that found no endpoint, by the backend's transport. */
+static uint64_t store_unreachable_count(struct store *s)
+{
+	if (s->be_ops->unreachable_count)
+		return s->be_ops->unreachable_count(s);
+	return transport_unreachable_count(s->tr);
 }
 
 /*
@@ -139,7 +149,7 @@ void store_refresh_maybe(struct store *s)
 	if (s->cfg.refresh_endpoints_ms <= 0)
 		return;
 	now = store_now_ms();
-	fails = transport_unreachable_count(s->tr);
+	fails = store_unreachable_count(s);
 	failed = fails != __atomic_load_n(&p->refresh_seen, __ATOMIC_ACQUIRE);
 	if (!failed && now < __atomic_load_n(&p->refresh_next_ms,
 					     __ATOMIC_ACQUIRE))
@@ -156,7 +166,7 @@ void store_refresh_maybe(struct store *s)
 	}
 	store_refresh_endpoints(s, NULL, NULL);
 	/* The refresh's own failures are no reason for another one. */
-	__atomic_store_n(&p->refresh_seen, transport_unreachable_count(s->tr),
+	__atomic_store_n(&p->refresh_seen, store_unreachable_count(s),
 			 __ATOMIC_RELEASE);
 	p->refresh_last_ms = store_now_ms();
 	__atomic_store_n(&p->refresh_next_ms,

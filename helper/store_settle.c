@@ -33,10 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store_i.h"
 #include "store_settle.h"
+#include "thread.h"
 
 /* Between two reads of a key whose write's answer was lost. */
 #define SETTLE_PAUSE_MS		100
@@ -129,15 +129,6 @@ static void settle_give(struct store_kv *dst, struct store_kv *now,
 	store_kv_move(dst, now);
 }
 
-/* A pause of @ms that no signal cuts short. */
-static void settle_pause(long ms)
-{
-	struct timespec ts = { 0, ms * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 int store_settle_read(struct store *s, const char *full, size_t full_len,
 		      struct store_kv *cur, bool *exists,
 		      struct store_error *err)
@@ -152,7 +143,7 @@ int store_settle_read(struct store *s, const char *full, size_t full_len,
 			return rc;
 		if (store_now_ms() + SETTLE_PAUSE_MS >= deadline)
 			return rc;
-		settle_pause(SETTLE_PAUSE_MS);
+		thread_pause(SETTLE_PAUSE_MS);
 	}
 }
 

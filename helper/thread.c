@@ -72,6 +72,14 @@ void thread_sleep(struct thread *t, long ms)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void thread_pause(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
 void thread_backoff_init(struct thread_backoff *b, long min, long max)
 {
 	b->min = min;

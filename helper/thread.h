@@ -38,6 +38,12 @@ bool thread_stopping(struct thread *t);
 /* Waits @ms, or less if the thread is being stopped. */
 void thread_sleep(struct thread *t, long ms);
 
+/*
+ * A pause of @ms that no signal cuts short, for any thread (a retry's
+ * wait, where there is no thread of this module to stop).
+ */
+void thread_pause(long ms);
+
 /* A back-off from @min to @max ms, doubling at each wait. */
 struct thread_backoff {
 	long min, max, cur;

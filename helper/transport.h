@@ -115,4 +115,13 @@ int transport_set_endpoints(struct transport *t, const char *const *endpoints,
  */
 uint64_t transport_unreachable_count(struct transport *t);
 
+/*
+ * True if the server ended the TLS handshake because of the client's
+ * certificate ("alert bad certificate", "alert unknown ca", ...), for a
+ * libcurl code @rc and its error buffer: with TLS 1.3 this shows only at
+ * the first read, after the request went out, but the server never read
+ * it, so it was not sent.  The gRPC transport asks it too.
+ */
+bool transport_cert_refused(int rc, const char *errbuf);
+
 #endif /* ETCDFS_TRANSPORT_H */

@@ -253,16 +253,11 @@ err_headers:
 	return false;
 }
 
-/*
- * True if the server ended the TLS handshake because of the client's
- * certificate; with TLS 1.3 this shows only at the first read, after the
- * request went out, but the server never read it.
- */
-static bool tr_cert_refused(CURLcode rc, const char *errbuf)
+bool transport_cert_refused(int rc, const char *errbuf)
 {
 	return (rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
-		rc == CURLE_SSL_CONNECT_ERROR) &&
-		strstr(errbuf, "alert") && strstr(errbuf, "certificate");
+		rc == CURLE_SSL_CONNECT_ERROR) && strstr(errbuf, "alert") &&
+	       (strstr(errbuf, "certificate") || strstr(errbuf, "unknown ca"));
 }
 
 /*
@@ -282,7 +277,7 @@ static bool tr_not_sent(CURL *curl, CURLcode rc, const char *errbuf)
 {
 	long sent = 0;
 
-	if (tr_cert_refused(rc, errbuf))
+	if (transport_cert_refused(rc, errbuf))
 		return true;
 	if (curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &sent) !=
 	    CURLE_OK)
@@ -327,7 +322,7 @@ static void tr_describe(CURLcode rc, const char *errbuf, const char *url,
 	if (rc == CURLE_PEER_FAILED_VERIFICATION)
 		snprintf(buf, size, "server certificate not trusted (%s)",
 			 errbuf[0] ? errbuf : s);
-	else if (tr_cert_refused(rc, errbuf))
+	else if (transport_cert_refused(rc, errbuf))
 		snprintf(buf, size, "the server refused the client "
 			 "certificate (%s)", errbuf);
 	else if (errbuf[0] && rc != CURLE_COULDNT_CONNECT &&

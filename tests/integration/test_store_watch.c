@@ -8,6 +8,9 @@
  * works under a key prefix of its own and cross-checks what etcd holds with
  * etcdctl (tests/integration/ctl.c), never with the store under test.
  *
+ * One case restarts an etcd of its own on the same port and data, and
+ * checks that the watch follows it again.
+ *
  * What it cannot test: a watch across a member's loss, the etcd2
  * backend (test_store_v2_watch.c).
  */
@@ -15,6 +18,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -258,6 +262,209 @@ static bool test_watch_prefix_isolation(void)
 	return ok;
 }
 
+/* ---- etcd restarted ---- */
+
+/*
+ * A watch whose errors wait until etcd is back: so the watch opens its
+ * new stream only once the old connection is gone and etcd listens again.
+ */
+struct restart_log {
+	struct util_evlog log;	/* the puts and deletes */
+	bool back;		/* guarded by log.lock */
+	size_t errors;		/* guarded by log.lock */
+};
+
+static void restart_on_event(void *arg, const struct store_event *ev)
+{
+	struct restart_log *r = arg;
+	struct timespec until;
+
+	if (ev->type != STORE_EV_ERROR) {
+		util_on_event(&r->log, ev);
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 60;
+	pthread_mutex_lock(&r->log.lock);
+	r->errors++;
+	while (!r->back &&
+	       pthread_cond_timedwait(&r->log.cond, &r->log.lock,
+				      &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&r->log.lock);
+}
+
+static bool restart_put(const struct util_etcd *e, const char *key,
+			const char *value)
+{
+	return util_sh("%s put '%s' '%s' >/dev/null", e->ctl, key, value) == 0;
+}
+
+/* The pid of @e's etcd; 0 if there is none. */
+static pid_t restart_pid(const struct util_etcd *e)
+{
+	char path[PATH_MAX + 8], pid[32], *end;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/pid", e->dir);
+	if (!util_read_line(path, pid, sizeof(pid)))
+		return 0;
+	n = strtol(pid, &end, 10);
+	return *end == 0 && n > 0 ? (pid_t)n : 0;
+}
+
+/*
+ * etcd stops and starts again on the same port while a watch is open:
+ * the watch's next stream must reach it and see another client's put.
+ */
+static bool restart_case(struct util_etcd *e)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = e->endpoint,
+		.prefix = "/t/w6/",
+	};
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct restart_log r = { 0 };
+	struct store *s = util_store_open(&cfg);
+	pid_t etcd_pid;
+	bool ok = false;
+	size_t errors;
+
+	CHECK(s);
+	util_evlog_init(&r.log);
+	CHECK_RC(store_watch(s, "", 0, true, 0, restart_on_event, &r, &w,
+			     &err), STORE_OK);
+	CHECK(restart_put(e, "/t/w6/before", "1"));
+	if (util_evlog_wait(&r.log, 1, 10000) < 1) {
+		tap_diag("no event before the restart");
+		goto out;
+	}
+	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
+		    e->dir) != 0) {
+		e->running = false;
+		goto out;
+	}
+	/*
+	 * A member that is slow to answer the new stream's request, past
+	 * libcurl's one second wait for "100 Continue", once had the stream
+	 * hang for good (its upload was paused when an HTTP/1 answer came).
+	 */
+	etcd_pid = restart_pid(e);
+	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
+	pthread_mutex_lock(&r.log.lock);
+	r.back = true;
+	pthread_cond_broadcast(&r.log.cond);
+	pthread_mutex_unlock(&r.log.lock);
+	util_sleep_ms(1500);
+	kill(etcd_pid, SIGCONT);
+	CHECK(restart_put(e, "/t/w6/after", "2"));
+	/* the watch's own limit on a stream that answers nothing is 10 s */
+	if (util_evlog_wait(&r.log, 2, 8000) < 2) {
+		tap_diag("no event within 8 s of the put after the restart");
+		goto out;
+	}
+	pthread_mutex_lock(&r.log.lock);
+	errors = r.errors;
+	ok = r.log.n == 2 && !r.log.out_of_order &&
+	     util_ev_is(&r.log.evs[1], STORE_EV_PUT, S("after"), S("2"));
+	pthread_mutex_unlock(&r.log.lock);
+	if (!errors) {
+		tap_diag("the watch did not see etcd go away");
+		ok = false;
+	}
+out:
+	pthread_mutex_lock(&r.log.lock);
+	r.back = true;
+	pthread_cond_broadcast(&r.log.cond);
+	pthread_mutex_unlock(&r.log.lock);
+	store_watch_stop(w);
+	util_evlog_release(&r.log);
+	store_free(s);
+	return ok;
+}
+
+/*
+ * A watch that ended left its connection behind; etcd restarts, so that
+ * connection is dead, and is slow to answer the next watch's request:
+ * that watch must still reach it.
+ */
+static bool restart_case_new_watch(struct util_etcd *e)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = e->endpoint,
+		.prefix = "/t/w7/",
+	};
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct restart_log r = { .back = true };
+	struct store *s = util_store_open(&cfg);
+	int64_t rev = 0;
+	pid_t etcd_pid;
+	bool ok = false;
+
+	CHECK(s);
+	util_evlog_init(&r.log);
+	CHECK_RC(store_watch(s, "", 0, true, 0, restart_on_event, &r, &w,
+			     &err), STORE_OK);
+	CHECK(restart_put(e, "/t/w7/before", "1"));
+	if (util_evlog_wait(&r.log, 1, 10000) < 1) {
+		tap_diag("no event from the first watch");
+		goto out;
+	}
+	store_watch_stop(w);
+	w = NULL;
+	CHECK_RC(store_revision(s, &rev, &err), STORE_OK);
+	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
+		    e->dir) != 0) {
+		e->running = false;
+		goto out;
+	}
+	/* past libcurl's one second wait for "100 Continue" */
+	etcd_pid = restart_pid(e);
+	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
+	if (store_watch(s, "", 0, true, rev + 1, restart_on_event, &r, &w,
+			&err) != STORE_OK) {
+		kill(etcd_pid, SIGCONT);
+		tap_diag("no second watch: %s", err.msg);
+		goto out;
+	}
+	util_sleep_ms(1500);
+	kill(etcd_pid, SIGCONT);
+	CHECK(restart_put(e, "/t/w7/after", "2"));
+	if (util_evlog_wait(&r.log, 2, 8000) < 2) {
+		tap_diag("new watch: no event within 8 s of the put after "
+			 "the restart");
+		goto out;
+	}
+	pthread_mutex_lock(&r.log.lock);
+	ok = r.log.n == 2 && !r.log.out_of_order &&
+	     util_ev_is(&r.log.evs[1], STORE_EV_PUT, S("after"), S("2"));
+	pthread_mutex_unlock(&r.log.lock);
+out:
+	store_watch_stop(w);
+	util_evlog_release(&r.log);
+	store_free(s);
+	return ok;
+}
+
+static bool test_watch_after_restart(void)
+{
+	struct util_etcd e;
+	bool ok;
+
+	if (!util_etcd_start(&e, "etcd-restart", NULL, NULL)) {
+		util_etcd_stop(&e);
+		return false;
+	}
+	ok = restart_case(&e);
+	ok = restart_case_new_watch(&e) && ok;
+	util_etcd_stop(&e);
+	return ok;
+}
+
 int main(void)
 {
 	if (!ctl_setup())
@@ -267,5 +474,6 @@ int main(void)
 	TAP_RUN(test_watch_one_key_from_now);
 	TAP_RUN(test_watch_prefix_isolation);
 	TAP_RUN(test_watch_compacted);
+	TAP_RUN(test_watch_after_restart);
 	return tap_done(0);
 }

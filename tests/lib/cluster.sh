@@ -239,7 +239,9 @@ _cluster_launch()
 
 		mkdir -p "$m" || return 1
 		rm -rf "$m/data" "$m/pid" "$m/endpoint"
-		local -a cmd=("$ETCD_BIN" --name="m$k" --data-dir="$m/data"
+		# etcd takes ETCD_* variables for flags: ETCD_BIN is none of them
+		local -a cmd=(env -u ETCD_BIN -u ETCDCTL_BIN "$ETCD_BIN" --name="m$k"
+			--data-dir="$m/data"
 			--listen-client-urls="$ep"
 			--advertise-client-urls="$ep"
 			--listen-peer-urls="http://127.0.0.1:${pport[k]}"

@@ -17,6 +17,7 @@ packages=(
 	etcd-server etcd-client
 	inotify-tools attr bats vim nano tmux perl python3 openssl curl
 	clang libclang-rt-14-dev gnuplot-nox man-db
+	libprotobuf-c-dev protobuf-c-compiler python3-h2
 )
 
 if [[ ${1:-} == --list ]]; then

@@ -2,7 +2,7 @@
 #
 # tests/lib/etcd.sh - private etcd servers for the tests, on loopback
 #
-# Starts Debian's etcd (3.4) on 127.0.0.1 with free client and peer ports
+# Starts Debian's etcd (3.4, or 3.5 with ETCDFS_ETCD_VERSION=3.5) on 127.0.0.1 with free client and peer ports
 # and a data dir of its own, waits until it answers, and stops it by the pid
 # it recorded.  Also makes the certificates a TLS test needs.  It cannot
 # start a multi-member cluster, and it never kills anything by name.
@@ -13,6 +13,7 @@
 #   as a command (C tests):      tests/lib/etcd.sh start DIR [etcd args...]
 #                                tests/lib/etcd.sh start-tls DIR CERTS [args...]
 #                                tests/lib/etcd.sh stop DIR
+#                                tests/lib/etcd.sh restart DIR
 #                                tests/lib/etcd.sh certs DIR
 #                                tests/lib/etcd.sh ctl DIR [etcdctl args...]
 #                                tests/lib/etcd.sh free-port
@@ -43,6 +44,12 @@
 #       $ETCD_STOP_TIMEOUT seconds (default 10); waits until it is gone.
 #       Succeeds if it was not running.  Keeps DIR (and its log).
 #
+#   etcd_restart DIR
+#       Stops the etcd recorded in DIR/pid (as etcd_stop) and starts it
+#       again with the same command line: same ports, same data, so its
+#       clients see the server go away and come back.  Waits for /health
+#       as etcd_start does.
+#
 #   etcd_certs DIR
 #       Writes, with openssl, into DIR: ca.pem/ca-key.pem (a test CA),
 #       server.pem/server-key.pem (for 127.0.0.1 and localhost, by
@@ -58,7 +65,35 @@
 #   etcd_endpoint DIR
 #       Prints the endpoint recorded in DIR/endpoint.
 
-# The etcd and etcdctl binaries; tests may point these elsewhere.
+# The etcd and etcdctl binaries; tests may point these elsewhere
+# (ETCD_BIN, ETCDCTL_BIN).  With ETCDFS_ETCD_VERSION=3.5 they default to
+# Debian 13's etcd 3.5, fetched into the tests' cache by
+# tests/lib/fetch-etcd35.sh (never installed), and its directory goes first
+# in PATH, so that a bare etcdctl is the same version; any other value but
+# 3.4 (Debian 12's, the default) is an error.  etcd reads every ETCD_*
+# variable of its environment as an option, so the two are not passed on.
+case ${ETCDFS_ETCD_VERSION:-3.4} in
+3.4) ;;
+3.5)
+	if _etcd35_bin=$("$(dirname "${BASH_SOURCE[0]}")/fetch-etcd35.sh"); then
+		ETCD_BIN=${ETCD_BIN:-$_etcd35_bin/etcd}
+		ETCDCTL_BIN=${ETCDCTL_BIN:-$_etcd35_bin/etcdctl}
+		case :$PATH: in
+		*:"$_etcd35_bin":*) ;;
+		*) export PATH=$_etcd35_bin:$PATH ;;
+		esac
+	else
+		echo "etcd.sh: cannot fetch etcd 3.5" >&2
+		ETCD_BIN=${ETCD_BIN:-/nonexistent/etcd-3.5}
+	fi
+	unset _etcd35_bin
+	;;
+*)
+	echo "etcd.sh: unknown ETCDFS_ETCD_VERSION" \
+		"'$ETCDFS_ETCD_VERSION' (3.4 or 3.5)" >&2
+	ETCD_BIN=/nonexistent/etcd-$ETCDFS_ETCD_VERSION
+	;;
+esac
 ETCD_BIN=${ETCD_BIN:-etcd}
 ETCDCTL_BIN=${ETCDCTL_BIN:-etcdctl}
 
@@ -217,7 +252,7 @@ _etcd_launch()
 		rm -rf "$dir/data"
 		# where this attempt's lines start in the log
 		logstart=$(($(stat -c %s "$dir/etcd.log" 2>/dev/null || echo 0) + 1))
-		"$ETCD_BIN" --name=test --data-dir="$dir/data" \
+		env -u ETCD_BIN -u ETCDCTL_BIN "$ETCD_BIN" --name=test --data-dir="$dir/data" \
 			--listen-client-urls="$ep" \
 			--advertise-client-urls="$ep" \
 			--listen-peer-urls="http://127.0.0.1:$pport" \
@@ -337,6 +372,37 @@ etcd_stop()
 	return 0
 }
 
+etcd_restart()
+{
+	if (($# != 1)); then
+		echo "usage: etcd_restart DIR" >&2
+		return 2
+	fi
+	local dir=$1 pid ep rc=0
+	local -a cmd
+
+	dir=$(cd "$dir" && pwd) || return 1
+	pid=$(cat "$dir/pid" 2>/dev/null) && ep=$(cat "$dir/endpoint") &&
+		_etcd_alive "$pid" && _etcd_is_ours "$pid" "$dir/data" || {
+		echo "etcd.sh: no etcd of ours runs for '$dir'" >&2
+		return 1
+	}
+	mapfile -d '' -t cmd <"/proc/$pid/cmdline" || return 1
+	etcd_stop "$dir" || return 1
+	env -u ETCD_BIN -u ETCDCTL_BIN "${cmd[@]}" </dev/null \
+		>>"$dir/etcd.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+	pid=$!
+	echo "$pid" >"$dir/pid"
+	_etcd_wait_healthy "$dir" "$pid" "$ep" "${ETCD_START_TIMEOUT:-30}" ||
+		rc=$?
+	if ((rc != 0)); then
+		echo "etcd.sh: etcd in '$dir' did not come back" >&2
+		tail -n 20 "$dir/etcd.log" >&2
+		etcd_stop "$dir"
+		return 1
+	fi
+}
+
 etcd_certs()
 {
 	if (($# != 1)); then
@@ -397,13 +463,14 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
 	start)		etcd_start "$@" ;;
 	start-tls)	etcd_start_tls "$@" ;;
 	stop)		etcd_stop "$@" ;;
+	restart)	etcd_restart "$@" ;;
 	certs)		etcd_certs "$@" ;;
 	ctl)		etcd_ctl "$@" ;;
 	endpoint)	etcd_endpoint "$@" ;;
 	free-port)	etcd_free_port ;;
 	*)
 		echo "usage: $0 start DIR [args] | start-tls DIR CERTS [args] |" \
-			"stop DIR | certs DIR | ctl DIR [args] | endpoint DIR |" \
+			"stop DIR | restart DIR | certs DIR | ctl DIR [args] | endpoint DIR |" \
 			"free-port" >&2
 		exit 2
 		;;
