@@ -16,6 +16,24 @@
 
 #include "store_i.h"
 
+void store_list_stats(struct store *s, struct store_list_stats *out)
+{
+	struct store_priv *p = store_priv(s);
+
+	out->requests = __atomic_load_n(&p->list_requests, __ATOMIC_RELAXED);
+	out->walked = __atomic_load_n(&p->list_walked, __ATOMIC_RELAXED);
+	out->fetched = __atomic_load_n(&p->list_fetched, __ATOMIC_RELAXED);
+}
+
+static void list_stat(struct store *s, uint64_t walked, uint64_t fetched)
+{
+	struct store_priv *p = store_priv(s);
+
+	__atomic_add_fetch(&p->list_requests, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->list_walked, walked, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->list_fetched, fetched, __ATOMIC_RELAXED);
+}
+
 /* A list whose later page was compacted away is read again, this often. */
 #define STORE_LIST_RESTARTS		3
 
@@ -48,7 +66,7 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 	char *full, *end, *start = NULL;
 	size_t full_len, end_len, start_len = 0, got;
 	const struct store_kv *last;
-	int64_t rev;
+	int64_t rev, count;
 	int rc = 0, restarts = 0;
 	bool more, first;
 
@@ -79,7 +97,9 @@ again:
 		rc = s->be_ops->range(s, start ? start : full,
 				      start ? start_len : full_len, end,
 				      end_len, rev, s->cfg.page_size, flags,
-				      &l, &more, err);
+				      &l, &more, &count, err);
+		if (rc == 0)
+			list_stat(s, count >= 0 ? (uint64_t)count : l.n, l.n);
 		if (rc == STORE_ECOMPACTED && rev != 0 &&
 		    restarts < STORE_LIST_RESTARTS) {
 			/*
