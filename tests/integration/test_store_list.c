@@ -382,6 +382,82 @@ static bool test_list_during_puts(void)
 	return true;
 }
 
+/* ---- compacted while listed ---- */
+
+struct compactor {
+	int firsts;		/* pages that started a listing */
+	int compact_times;	/* compact after that many first pages */
+	size_t keys;
+	int64_t revision;
+	bool failed;
+};
+
+/* Counts the keys; after a first page, writes a key and compacts. */
+static int compact_on_first(void *arg, struct store_list *page, bool first,
+			    struct store_error *err)
+{
+	struct compactor *c = arg;
+	char *cmd;
+	int64_t rev;
+
+	(void)err;
+	if (first) {
+		c->keys = 0;
+		c->revision = page->revision;
+	}
+	c->keys += page->n;
+	if (!first || c->firsts++ >= c->compact_times)
+		return 0;
+	rev = ctl_revision();
+	cmd = util_fmt("%s put /t/cmp/zz%d v >/dev/null && %s compact %"
+		       PRId64 " >/dev/null", ctl_cmd, c->firsts, ctl_cmd,
+		       rev + 1);
+	if (util_sh("%s", cmd) != 0)
+		c->failed = true;
+	free(cmd);
+	return 0;
+}
+
+static bool test_list_compacted(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.endpoints = ctl_endpoint,
+		.prefix = "/t/cmp/",
+		.page_size = 500,
+	};
+	struct store_error err = { 0 };
+	struct keyset ks = { 0 };
+	struct compactor c = { .compact_times = 1 };
+	struct store *s = util_store_open(&cfg);
+	int64_t rev = 0;
+	int i;
+
+	CHECK(s);
+	for (i = 0; i < 3000; i++)
+		ks_addf(&ks, "/t/cmp/k%04d", i);
+	CHECK(ks_load(&ks));
+	ks_release(&ks);
+	/* compacted once after the first page: read again, newer */
+	CHECK_RC(store_list_pages(s, "", 0, 0, compact_on_first, &c, &rev,
+				  &err), STORE_OK);
+	CHECK(!c.failed);
+	tap_diag("%d first pages, %zu keys at %" PRId64, c.firsts, c.keys,
+		 rev);
+	CHECK(c.firsts == 2);
+	CHECK(c.keys == 3001);
+	CHECK(rev == c.revision);
+	/* compacted at every start: gives up after 3 restarts */
+	c = (struct compactor){ .compact_times = 100 };
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(store_list_pages(s, "", 0, 0, compact_on_first, &c, &rev,
+				  &err), STORE_ECOMPACTED);
+	CHECK(!c.failed);
+	CHECK(c.firsts == 4);
+	store_free(s);
+	return true;
+}
+
 int main(void)
 {
 	char why[512];
@@ -397,6 +473,7 @@ int main(void)
 	TAP_RUN(test_list_exact_pages);
 	TAP_RUN(test_list_100k);
 	TAP_RUN(test_list_during_puts);
+	TAP_RUN(test_list_compacted);
 	grpc_transport_free(load_t);
 	return tap_done(0);
 }
