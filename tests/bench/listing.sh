@@ -98,7 +98,8 @@ trap 'exit 130' INT TERM
 EP=$(etcd_start "$WORK/etcd" --quota-backend-bytes=$((8 << 30)) \
 	--snapshot-count=1000000) || fail "cannot start etcd"
 export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=$EP
-CTL=${ETCDCTL_BIN:-etcdctl}
+# a million keys take longer than etcdctl's default 5 s
+CTL="${ETCDCTL_BIN:-etcdctl} --command-timeout=600s"
 
 # ms CMD: the wall time of the shell command CMD, in ms
 ms()
