@@ -198,7 +198,8 @@ row "---|---|---|---|---"
 log "range of $range_keys values of 1 KiB"
 load /bench/range/ "$range_keys" 1024 0
 ctl=$(for ((r = 0; r < reps; r++)); do
-	ms "$CTL get --prefix /bench/range/"; done | median)
+	ms "$CTL get --prefix /bench/range/"; done | median) ||
+	fail "etcdctl get failed"
 helper=$("$ETCDFS_BENCH" list --endpoint "$EP" --prefix /bench/range/ \
 	--count "$range_keys" --iters "$reps" | sed 's/^ms=//' | median) ||
 	fail "helper list failed"
@@ -242,7 +243,8 @@ for n in "${key_list[@]}"; do
 	mreps=$((reps < 3 ? reps : 3))
 	((n >= 1000000)) && mreps=1
 	ctl=$(for ((r = 0; r < mreps; r++)); do
-		ms "$CTL get --prefix $prefix"; done | median)
+		ms "$CTL get --prefix $prefix"; done | median) ||
+		fail "etcdctl get failed"
 	mounts=() hwm=0
 	for ((r = 0; r < mreps; r++)); do
 		r0=$(kv_requests)
