@@ -156,6 +156,8 @@ struct store_list_stats {
 	uint64_t requests;
 	uint64_t walked;
 	uint64_t fetched;
+	uint64_t count_us;	/* time in requests that only counted */
+	uint64_t fetch_us;	/* time in requests that fetched keys */
 };
 void store_list_stats(struct store *s, struct store_list_stats *out);
 

@@ -194,6 +194,8 @@ struct store_priv {
 	uint64_t list_requests;
 	uint64_t list_walked;
 	uint64_t list_fetched;
+	uint64_t list_count_us;		/* in requests that only count */
+	uint64_t list_fetch_us;		/* in those that fetch keys */
 
 	/* The writes of one key, one at a time: see store_update.c. */
 	pthread_mutex_t write_locks[STORE_WRITE_STRIPES];
@@ -233,5 +235,6 @@ int store_read_rc(int rc, struct store_error *err);
 /* Refreshes the endpoints if due (store_members.c). */
 void store_refresh_maybe(struct store *s);
 int64_t store_now_ms(void);
+int64_t store_now_us(void);
 
 #endif /* ETCDFS_STORE_I_H */

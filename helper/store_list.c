@@ -75,10 +75,15 @@ static void lister_reset(struct lister *L)
 	span_release(&L->pend);
 }
 
-static void list_stat(struct store *s, uint64_t walked, uint64_t fetched)
+/* Counts a request that took since @t0 (store_now_us). */
+static void list_stat(struct store *s, uint64_t walked, uint64_t fetched,
+		      int64_t t0)
 {
 	struct store_priv *p = store_priv(s);
+	uint64_t us = (uint64_t)(store_now_us() - t0);
 
+	__atomic_add_fetch(fetched ? &p->list_fetch_us : &p->list_count_us,
+			   us, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&p->list_requests, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&p->list_walked, walked, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&p->list_fetched, fetched, __ATOMIC_RELAXED);
@@ -91,6 +96,8 @@ void store_list_stats(struct store *s, struct store_list_stats *out)
 	out->requests = __atomic_load_n(&p->list_requests, __ATOMIC_RELAXED);
 	out->walked = __atomic_load_n(&p->list_walked, __ATOMIC_RELAXED);
 	out->fetched = __atomic_load_n(&p->list_fetched, __ATOMIC_RELAXED);
+	out->count_us = __atomic_load_n(&p->list_count_us, __ATOMIC_RELAXED);
+	out->fetch_us = __atomic_load_n(&p->list_fetch_us, __ATOMIC_RELAXED);
 }
 
 /*
@@ -183,13 +190,14 @@ static int list_paged(struct lister *L, const char *lo, size_t lo_len,
 	char *start = NULL;
 	const struct store_kv *last;
 	size_t start_len = 0, got;
-	int64_t count;
+	int64_t count, t0;
 	bool more;
 	int rc;
 
 	for (;;) {
 		more = false;
 		count = -1;
+		t0 = store_now_us();
 		rc = s->be_ops->range(s, start ? start : lo,
 				      start ? start_len : lo_len,
 				      hi ? hi : list_to_end, hi ? hi_len : 1,
@@ -198,7 +206,7 @@ static int list_paged(struct lister *L, const char *lo, size_t lo_len,
 		if (rc < 0)
 			break;
 		got = l.n;
-		list_stat(s, count >= 0 ? (uint64_t)count : got, got);
+		list_stat(s, count >= 0 ? (uint64_t)count : got, got, t0);
 		/* a later page's header holds the current revision, not the
 		 * one it was read at */
 		if (L->rev == 0)
@@ -243,7 +251,7 @@ static int list_flush(struct lister *L, struct store_error *err)
 	struct store *s = L->s;
 	struct list_span *p = &L->pend;
 	struct store_list l = { 0 };
-	int64_t count = -1;
+	int64_t count = -1, t0 = store_now_us();
 	bool more = false;
 	int rc;
 
@@ -255,7 +263,7 @@ static int list_flush(struct lister *L, struct store_error *err)
 			      p->hi ? p->hi_len : 1, L->rev, (size_t)p->count,
 			      L->flags, &l, &more, &count, err);
 	if (rc == 0) {
-		list_stat(s, (uint64_t)p->count, l.n);
+		list_stat(s, (uint64_t)p->count, l.n, t0);
 		if (more || (int64_t)l.n != p->count)
 			rc = list_bad(L, err, "a range did not hold the keys "
 				      "it was counted with", (long long)l.n,
@@ -308,10 +316,12 @@ static int list_count(struct lister *L, struct store_span *spans, size_t n,
 {
 	struct store *s = L->s;
 	uint64_t walked;
+	int64_t t0;
 	size_t i, k, j;
 	int rc;
 
 	for (i = 0; i < n; i += k) {
+		t0 = store_now_us();
 		k = n - i < STORE_SPANS_PER_REQUEST ? n - i :
 			STORE_SPANS_PER_REQUEST;
 		rc = s->be_ops->count(s, spans + i, k, L->rev, L->flags, err);
@@ -322,7 +332,7 @@ static int list_count(struct lister *L, struct store_span *spans, size_t n,
 		}
 		for (walked = 0, j = i; j < i + k; j++)
 			walked += (uint64_t)spans[j].count;
-		list_stat(s, walked, 0);
+		list_stat(s, walked, 0, t0);
 	}
 	return 0;
 }

@@ -511,6 +511,7 @@ static int cmd_list(void)
 
 	for (j = 0; j < o.iters; j++) {
 		struct store_list l = { 0 };
+		struct store_list_stats st;
 		struct store_error err;
 		double t0 = now_us();
 		int rc = store_list(s, "", 0,
@@ -524,6 +525,11 @@ static int cmd_list(void)
 			die("list: %zu keys, expected %zu", l.n, o.count);
 		store_list_release(&l);
 		printf("ms=%.3f\n", t / 1e3);
+		store_list_stats(s, &st);
+		fprintf(stderr, "list: %" PRIu64 " requests, %" PRIu64
+			" keys walked, %.1f ms counting, %.1f ms fetching\n",
+			st.requests, st.walked, st.count_us / 1e3,
+			st.fetch_us / 1e3);
 	}
 	store_free(s);
 	return 0;
