@@ -186,7 +186,7 @@ ratio()
 # verdict R LIMIT: "met" if R <= LIMIT
 verdict()
 {
-	awk -v r="$1" -v l="$2" 'BEGIN { print r <= l ? "met" : "not met" }'
+	awk -v r="$1" -v l="$2" 'BEGIN { print (r <= l ? "met" : "not met") }'
 }
 
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
