@@ -67,11 +67,11 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
 		inval_add(inv, false, node_id(fs, dir), NULL, 0);
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, dir);
 	}
-	if (drev > fs->revision)
-		fs->revision = drev;
+	if (drev > fs->tree.revision)
+		fs->tree.revision = drev;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -83,10 +83,10 @@ static int unlink_echo(struct fs *fs, struct echo_ev *echo, struct node *n)
 	    memcmp(n->key, echo->kv.key, n->key_len) != 0)
 		return EPERM;
 	/* the echo's rmdirs prune; writers' commits then fail (ESTALE) */
-	node_drop(fs, n);
+	node_drop(&fs->tree, n);
 	echo->applied = true;
-	if (echo->rev > fs->revision)
-		fs->revision = echo->rev;
+	if (echo->rev > fs->tree.revision)
+		fs->tree.revision = echo->rev;
 	return 0;
 }
 
@@ -117,7 +117,7 @@ again:
 	dir = dir_of(fs, parent, &err);
 	if (!dir)
 		goto out;
-	n = tree_child(fs, dir, name, strlen(name));
+	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n) {
 		err = ENOENT;
 		goto out;
@@ -165,8 +165,8 @@ again:
 	if (!key) {
 		/* local or not committed yet: nothing in etcd */
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, dir);
 		goto out;
 	}
 	n->refs++;
@@ -189,10 +189,10 @@ again:
 		struct node *d = n->parent;
 
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, d);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, d);
 	}
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	free(key);
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -212,12 +212,12 @@ static void tree_move(struct fs *fs, struct node *n, struct node *dir,
 
 	if (old && old != n) {
 		node_drop_writers(fs, old);
-		node_drop(fs, old);
+		node_drop(&fs->tree, old);
 	}
-	tree_detach(fs, n);
-	tree_attach(fs, n, dir, name, strlen(name));
+	tree_detach(&fs->tree, n);
+	tree_attach(&fs->tree, n, dir, name, strlen(name));
 	if (from && from != dir)
-		tree_keep(fs, from);
+		tree_keep(&fs->tree, from);
 }
 
 /* Replaces @n's key (a malloc()ed buffer it takes). */
@@ -510,9 +510,9 @@ static int rename_key(struct rename_op *op)
 		n->version = 1;
 		/* a rename keeps the file's times, as on a local disk */
 		if (carry)
-			node_set_value(fs, n, "", 0);
-		if (rev > fs->revision)
-			fs->revision = rev;
+			node_set_value(&fs->tree, n, "", 0);
+		if (rev > fs->tree.revision)
+			fs->tree.revision = rev;
 		node_writers_moved(fs, n, from_rev, rev);
 		/* the mirror has the move: its events change nothing */
 		own_change_add(fs, from_key, from_len, del_rev);
@@ -555,8 +555,8 @@ again:
 	op.ndir = dir ? dir_of(fs, newparent, &err) : NULL;
 	if (!op.ndir)
 		goto out;
-	n = op.n = tree_child(fs, dir, name, strlen(name));
-	old = op.old = tree_child(fs, op.ndir, newname, strlen(newname));
+	n = op.n = tree_child(&fs->tree, dir, name, strlen(name));
+	old = op.old = tree_child(&fs->tree, op.ndir, newname, strlen(newname));
 	if (!n) {
 		err = ENOENT;
 		goto out;
@@ -609,8 +609,8 @@ again:
 	else
 		err = rename_key(&op);
 	if (old)
-		node_unref(fs, old);
-	node_unref(fs, n);
+		node_unref(&fs->tree, old);
+	node_unref(&fs->tree, n);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	free(op.key);
