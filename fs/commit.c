@@ -170,7 +170,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		else
 			fuse_log(FUSE_LOG_ERR, "etcdfs: '%s' not saved: %s\n",
 				 err.key, err.msg);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
 	/* a handle's node may have been replaced: the tree's is the key's */
@@ -444,7 +444,7 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 		h->failed_err = -ret;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	return ret ? ret : 1;
+	return ret ? ret : HANDLE_COMMITTED;
 }
 
 /*
@@ -642,7 +642,7 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	if (writer)
 		handle_committed(fs, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0 && !writer)
+	if (ret == HANDLE_COMMITTED && !writer)
 		handle_committed(fs, ino);
 }
 

@@ -221,7 +221,7 @@ again:
 	} else {
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
 			 err_info.key, err_info.msg);
-		err = -fs_errno(ret);
+		err = fs_errno(ret);
 	}
 out:
 	node_unref(&fs->tree, n);
@@ -563,7 +563,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err)
 			fuse_reply_err(req, err);
 		else
-			fs_reply_entry_unref(fs, req, n, true);
+			fs_reply_entry_unref(fs, req, n);
 		return;
 	}
 	/* no close will follow: the empty key is made now */
@@ -589,7 +589,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	pthread_mutex_unlock(&fs->lock);
 	/* still referenced: a watch event cannot free it before the reply */
-	fs_reply_entry_unref(fs, req, n, true);
+	fs_reply_entry_unref(fs, req, n);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -32,34 +32,34 @@ int fs_errno(int err)
 	case STORE_OK:
 		return 0;
 	case STORE_ENOTFOUND:
-		return ENOENT;
+		return -ENOENT;
 	case STORE_EEXISTS:
-		return EEXIST;
+		return -EEXIST;
 	case STORE_ECONFLICT:
 	case STORE_EPRECONDITION:
-		return ESTALE;
+		return -ESTALE;
 	case STORE_EUNREACHABLE:
-		return ENOTCONN;
+		return -ENOTCONN;
 	case STORE_ETIMEOUT:
 	case STORE_EUNKNOWN:	/* a write that may have been applied */
-		return ETIMEDOUT;
+		return -ETIMEDOUT;
 	case STORE_EUNAUTHENTICATED:
 	case STORE_EPERMISSION:
-		return EACCES;
+		return -EACCES;
 	case STORE_ETOOLARGE:
-		return EFBIG;
+		return -EFBIG;
 	case STORE_EINVAL:
-		return EINVAL;
+		return -EINVAL;
 	case STORE_ENOTSUP:
-		return ENOTSUP;
+		return -ENOTSUP;
 	case STORE_ENOSPC:
-		return ENOSPC;
+		return -ENOSPC;
 	case STORE_EINTERNAL:
-		return ENOMEM;
+		return -ENOMEM;
 	case STORE_ECOMPACTED:
 	case STORE_EBADREPLY:
 	default:
-		return EIO;
+		return -EIO;
 	}
 }
 
@@ -130,21 +130,14 @@ static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e
 	n->nlookup++;
 }
 
-void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
-{
-	fs_reply_entry_unref(fs, req, n, false);
-}
-
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
-			  bool unref)
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n)
 {
 	struct fuse_entry_param e;
 
 	pthread_mutex_lock(&fs->lock);
 	fill_entry(fs, n, &e);
 	/* the entry's lookup holds it now: the caller's reference may go */
-	if (unref)
-		node_unref(&fs->tree, n);
+	node_unref(&fs->tree, n);
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		/* the request was interrupted: the kernel took no reference */
@@ -251,7 +244,7 @@ static int lookup_dir(struct fs *fs, struct node *dir, const char *name,
 	free(prefix);
 	if (ret) {
 		store_list_release(&l);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	ret = l.n ? 0 : -ENOENT;
 	for (i = 0; i < l.n && !ret; i++)
@@ -289,7 +282,7 @@ static int lookup_key(struct fs *fs, struct node *dir, const char *name)
 	else if (ret == STORE_ENOTFOUND)
 		ret = lookup_dir(fs, dir, name, &inv);
 	else
-		ret = -fs_errno(ret);
+		ret = fs_errno(ret);
 	store_kv_release(&kv);
 	inval_release(&inv);
 	free(key);
@@ -315,8 +308,8 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_mutex_lock(&fs->lock);
 again:
-	dir = dir_of(fs, parent, &err);
-	if (!dir) {
+	err = -dir_of(fs, parent, &dir);
+	if (err) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err);
 		return;
@@ -457,8 +450,8 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	dir = dir_of(fs, ino, &err);
-	if (!dir)
+	err = -dir_of(fs, ino, &dir);
+	if (err)
 		goto out_unlock;
 	dir->refs++;
 	dh->dir = dir;
@@ -691,7 +684,7 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 /*
  * A backend with directories (etcd v2) makes or removes @n's in etcd too;
  * the others (v3) have none, and the directory lives in the mount.
- * fs->lock held, and dropped for the request.  0, or the errno (logged);
+ * fs->lock held, and dropped for the request.  0, or -errno (logged);
  * a directory already there, or already gone, is no failure, but one that
  * still holds keys cannot be removed (ENOTEMPTY).
  */
@@ -703,7 +696,7 @@ static int dir_op(struct fs *fs, struct node *n, bool make)
 	int ret;
 
 	if (!key)
-		return ENOMEM;
+		return -ENOMEM;
 	memcpy(key, n->key, len);
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
@@ -713,7 +706,7 @@ static int dir_op(struct fs *fs, struct node *n, bool make)
 	n->refs--;
 	free(key);
 	if (!make && ret == STORE_EEXISTS)
-		return ENOTEMPTY;	/* keys below it that we do not know */
+		return -ENOTEMPTY;	/* keys below it that we do not know */
 	if (ret == STORE_ENOTSUP || ret == STORE_EEXISTS ||
 	    ret == STORE_ENOTFOUND)
 		return 0;
@@ -739,8 +732,8 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EROFS;
 		goto out;
 	}
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
+	err = -dir_of(fs, parent, &dir);
+	if (err)
 		goto out;
 	if (tree_child(&fs->tree, dir, name, strlen(name))) {
 		err = EEXIST;
@@ -759,7 +752,7 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	n->key_len = key_len;
 	/* a directory the echo makes holds a key in a moment */
 	n->local = !echo;
-	err = echo ? 0 : dir_op(fs, n, true);
+	err = echo ? 0 : -dir_op(fs, n, true);
 	if (err) {
 		if (!n->removed)
 			node_drop(&fs->tree, n);
@@ -769,7 +762,7 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	n->refs++;	/* until the entry's lookup holds it */
 	pthread_mutex_unlock(&fs->lock);
-	fs_reply_entry_unref(fs, req, n, true);
+	fs_reply_entry_unref(fs, req, n);
 	return;
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -794,8 +787,8 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = EROFS;
 		goto out;
 	}
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
+	err = -dir_of(fs, parent, &dir);
+	if (err)
 		goto out;
 	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n)
@@ -809,7 +802,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
-	err = echo ? 0 : dir_op(fs, n, false);
+	err = echo ? 0 : -dir_op(fs, n, false);
 	if (err)
 		goto out;
 	if (!n->removed)

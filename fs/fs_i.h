@@ -2,10 +2,19 @@
  * fs_i.h - what the modules of fs/ share: the filesystem, its tree of nodes
  * (the mirror of etcd under the mount prefix), open files and pins
  *
- * Lock order: fs->lock, then a handle's lock.  fs->lock is never held
- * across a request to etcd nor across a call into the kernel (replies and
- * notifications), so a slow cluster never stalls lookups of other files and
- * a notification can never wait on a handler that waits on us.
+ * Lock order: a handle's lock (h->lock), then fs->lock, then
+ * fs->echo_lock.  A handle's lock is taken first (by the read, write,
+ * truncation, flush, fsync and release of that open file) and held across
+ * its commit (commit.c's handle_commit), a request to etcd, so that one
+ * open file's writes and commits go one at a time; fs->lock is taken and
+ * dropped inside it, more than once.  fs->lock is never held across a
+ * request to etcd nor across a call into the kernel (replies and
+ * notifications), so a slow cluster never stalls lookups of other files
+ * and a notification can never wait on a handler that waits on us.  fs->echo_lock guards the echo's queue alone (echo.c), and is
+ * taken with fs->lock held (live.c's fs_apply) or alone.
+ *
+ * Inside fs/ every function returns 0 or -errno (or a named positive
+ * value, HANDLE_COMMITTED); only the FUSE handlers reply, with the errno.
  */
 #ifndef ETCDFS_FS_I_H
 #define ETCDFS_FS_I_H
@@ -174,25 +183,23 @@ void fs_now(struct timespec *ts);
 fuse_ino_t node_id(struct fs *fs, struct node *n);
 struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
-/* The directory @ino, or NULL with ENOTDIR in *@errp.  fs->lock held. */
-static inline struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
+/* The directory @ino in *@dirp: 0, or -ENOTDIR.  fs->lock held. */
+static inline int dir_of(struct fs *fs, fuse_ino_t ino, struct node **dirp)
 {
 	struct node *dir = node_of(fs, ino);
 
-	if (dir->type != NODE_DIR) {
-		*errp = ENOTDIR;
-		return NULL;
-	}
-	return dir;
+	if (dir->type != NODE_DIR)
+		return -ENOTDIR;
+	*dirp = dir;
+	return 0;
 }
-void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 /*
- * As fs_reply_entry, for a node the caller referenced (n->refs++) under
- * fs->lock and unlocked since: a watch event cannot free it meanwhile.
- * The reference is dropped once the entry's lookup holds the node.
+ * Replies the entry of @n, which counts as the kernel's lookup of it, for
+ * a node the caller referenced (n->refs++) under fs->lock and unlocked
+ * since, so that a watch event cannot free it meanwhile.  That reference
+ * is dropped once the entry's lookup holds the node.  fs->lock not held.
  */
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
-			  bool unref);
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
 void fs_log_store_error(const char *what, const struct store_error *err);
 
@@ -280,11 +287,13 @@ enum commit_kind {
 	COMMIT_FSYNC,
 	COMMIT_RELEASE,		/* the last close, which nobody hears */
 };
+/* handle_commit()'s answer when it sent a commit, and it succeeded */
+#define HANDLE_COMMITTED 1
 /*
  * Commits @h's copy if it needs it: when written, when its file is new,
  * when its last commit failed, or (fsync, release) when it was only
- * truncated.  Returns 1 if it committed, 0 if there was nothing to, or a
- * negative errno.  @h->lock held.
+ * truncated.  Returns HANDLE_COMMITTED if it committed, 0 if there was
+ * nothing to, or -errno.  @h->lock held.
  */
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind);
 /* After a commit of inode @ino: the kernel drops its pages and size. */

@@ -192,7 +192,7 @@ int fs_refresh_dir(struct fs *fs, struct node *dir)
 	free(prefix);
 	if (ret) {
 		fs_log_store_error("cannot list", &err);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
 	ret = dir->removed ? 0 : tree_reconcile(&fs->tree, dir, &l, &inv);
