@@ -71,6 +71,7 @@
 #include "echo.h"
 #include "fs_i.h"
 #include "names.h"
+#include "thread.h"
 
 /* How long one change's syscalls may take before the process is killed. */
 #define ECHO_TIMEOUT_MS 5000
@@ -706,7 +707,6 @@ static void *echo_main(void *arg)
 
 int echo_start(struct fs *fs)
 {
-	sigset_t all, old;
 	int ret;
 
 	memset(&fs->echo_child, 0, sizeof(fs->echo_child));
@@ -721,11 +721,8 @@ int echo_start(struct fs *fs)
 	fs->echo_child.wake = eventfd(0, EFD_CLOEXEC);
 	if (fs->echo_child.wake < 0)
 		return -errno;
-	/* FUSE's signal handlers must keep running on the main thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	ret = pthread_create(&fs->echo_thread, NULL, echo_main, fs);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* with every signal blocked: FUSE's handlers stay on its threads */
+	ret = thread_start(&fs->echo_thread, echo_main, fs);
 	if (ret) {
 		close(fs->echo_child.wake);
 		return -ret;
@@ -750,7 +747,8 @@ void echo_stop(struct fs *fs)
 	if (eventfd_write(fs->echo_child.wake, 1))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: echo: cannot wake the echo "
 			 "thread: %s\n", strerror(errno));
-	pthread_join(fs->echo_thread, NULL);
+	/* its waits are the queue's and the process's, woken above */
+	thread_stop(&fs->echo_thread);
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = false;
 	pthread_mutex_unlock(&fs->lock);

@@ -30,6 +30,7 @@
 #include "fs.h"
 #include "store.h"
 #include "temp.h"
+#include "thread.h"
 #include "tree.h"
 
 /*
@@ -153,7 +154,7 @@ struct fs {
 	struct echo_ev *echo_cur;
 	pid_t echo_pid;
 	struct echo_child echo_child;
-	pthread_t echo_thread;
+	struct thread echo_thread;	/* helper/thread.h */
 	bool echo_running;
 	pthread_mutex_t echo_lock;	/* guards the queue and the below */
 	pthread_cond_t echo_cond;
