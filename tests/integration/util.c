@@ -103,17 +103,18 @@ int util_sh(const char *f, ...)
 	return WEXITSTATUS(st);
 }
 
-char *util_sh_out(const char *f, ...)
+/*
+ * Runs @cmd (freed here) in a shell and returns what it printed
+ * (malloc()ed, NUL-terminated, its length in *@len_out if not NULL), or
+ * NULL if it could not start or did not exit with 0.
+ */
+static char *sh_capture(char *cmd, size_t *len_out)
 {
-	va_list ap;
-	char *cmd, *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0, cap = 0, n;
 	FILE *p;
 	int st;
 
-	va_start(ap, f);
-	cmd = util_vfmt(f, ap);
-	va_end(ap);
 	fflush(stdout);
 	p = popen(cmd, "r");
 	if (!p) {
@@ -142,7 +143,20 @@ char *util_sh_out(const char *f, ...)
 		return NULL;
 	}
 	free(cmd);
+	if (len_out)
+		*len_out = len;
 	return buf;
+}
+
+char *util_sh_out(const char *f, ...)
+{
+	va_list ap;
+	char *cmd;
+
+	va_start(ap, f);
+	cmd = util_vfmt(f, ap);
+	va_end(ap);
+	return sh_capture(cmd, NULL);
 }
 
 int util_run(char *out, size_t size, const char *f, ...)
@@ -551,45 +565,12 @@ bool util_ev_is(const struct util_ev *e, enum store_event_type type,
 char *util_sh_out_len(size_t *len_out, const char *f, ...)
 {
 	va_list ap;
-	char *cmd, *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	FILE *p;
-	int st;
+	char *cmd;
 
 	va_start(ap, f);
 	cmd = util_vfmt(f, ap);
 	va_end(ap);
-	fflush(stdout);
-	p = popen(cmd, "r");
-	if (!p) {
-		tap_diag("popen failed: %s", cmd);
-		free(cmd);
-		return NULL;
-	}
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536 * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, p);
-		if (n == 0)
-			break;
-		len += n;
-	}
-	buf[len] = '\0';
-	st = pclose(p);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		tap_diag("command failed (%d): %s", st, cmd);
-		free(cmd);
-		free(buf);
-		return NULL;
-	}
-	free(cmd);
-	if (len_out)
-		*len_out = len;
-	return buf;
+	return sh_capture(cmd, len_out);
 }
 
 /* ---- the watchdog ---- */
