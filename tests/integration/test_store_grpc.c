@@ -1,14 +1,15 @@
 /*
  * test_store_grpc.c - the v3 store over gRPC against hostile servers
  *
- * Runs under tests/lib/with-etcd like test_store.c (TESTS_DIR, a scratch
- * dir).  Each case starts a server that answers every call with one kind
+ * Needs TESTS_DIR (no etcd).  Each case starts a server that answers every call with one kind
  * of rubbish - tests/lib/grpc-garbage-server.py for HTTP/2 (gRPC frames
  * cut short, protobuf with wrong wire types, a message over the cap, no
  * trailers, an HTTP error), tests/lib/garbage-server.py for peers that do
  * not speak HTTP/2 at all - and checks that every operation returns the
  * error it should, with a message, in bounded time, and that no write is
- * said to have an unknown outcome when the server never ran it.
+ * said to have an unknown outcome when the server never ran it.  A call
+ * or a watch's stop that runs far past its bound fails the test at once
+ * (util_watchdog_arm), not at meson's timeout.
  *
  * What it cannot test: a real etcd (test_store.c does), TLS.
  */
@@ -29,26 +30,11 @@
 
 #include "store.h"
 #include "tap.h"
+#include "util.h"
 
 extern char **environ;
 
 static const char *tests_dir;
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /* ---- the servers ---- */
 
@@ -247,20 +233,29 @@ static int garbage_run(struct store *s, unsigned op, const char **name,
 	return rc;
 }
 
-static bool garbage_op(struct store *s, const struct garbage_case *gc,
-		       unsigned op)
+/*
+ * A call's bound: the request timeout (1 s), plus connects and one retry;
+ * past GARBAGE_HANG_MS it is stuck, and the watchdog ends the test.
+ */
+#define GARBAGE_BOUND_MS	5000
+#define GARBAGE_HANG_MS		20000
+
+static bool garbage_op(struct store *s, const struct garbage *g,
+		       const struct garbage_case *gc, unsigned op)
 {
 	struct store_error err = { 0 };
 	const char *name = "";
-	long long t0 = now_ms(), took;
+	long long t0 = util_now_ms(), took;
 	int want = gc->want;
 	bool said;
 	int rc;
 
 	if (op == OP_CREATE && gc->want_create)
 		want = gc->want_create;
+	util_watchdog_arm(GARBAGE_HANG_MS, gc->mode, &g->pid, 1);
 	rc = garbage_run(s, op, &name, &err);
-	took = now_ms() - t0;
+	util_watchdog_disarm();
+	took = util_now_ms() - t0;
 	tap_diag("%s %s: %s -> %s (%lld ms): %s", gc->h2 ? "h2" : "http/1",
 		 gc->mode, name, store_errname(rc), took, err.msg);
 	if (rc != want &&
@@ -282,8 +277,7 @@ static bool garbage_op(struct store *s, const struct garbage_case *gc,
 			 said ? "said un" : "not said un");
 		return false;
 	}
-	/* bounded: request timeout 1 s, plus connects and one retry */
-	if (took > 5000) {
+	if (took > GARBAGE_BOUND_MS) {
 		tap_diag("%s: %s took %lld ms", gc->mode, name, took);
 		return false;
 	}
@@ -305,7 +299,7 @@ static bool test_garbage(const struct garbage_case *gc)
 	}
 	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
 		if (gc->ops & op)
-			ok = garbage_op(s, gc, op) && ok;
+			ok = garbage_op(s, &g, gc, op) && ok;
 	store_free(s);
 	garbage_stop(&g);
 	return ok;
@@ -334,16 +328,16 @@ static void on_event(void *arg, const struct store_event *ev)
 
 static size_t evlog_wait(struct evlog *l, long ms)
 {
-	long long end = now_ms() + ms;
+	long long end = util_now_ms() + ms;
 	size_t n;
 
 	for (;;) {
 		pthread_mutex_lock(&l->lock);
 		n = l->n;
 		pthread_mutex_unlock(&l->lock);
-		if (n || now_ms() >= end)
+		if (n || util_now_ms() >= end)
 			return n;
-		sleep_ms(20);
+		util_sleep_ms(20);
 	}
 }
 
@@ -365,10 +359,12 @@ static bool watch_on(const struct garbage *g, struct evlog *log,
 		return false;
 	}
 	evlog_wait(log, wait_ms);
-	t0 = now_ms();
+	t0 = util_now_ms();
+	util_watchdog_arm(GARBAGE_HANG_MS, "store_watch_stop", &g->pid, 1);
 	store_watch_stop(w);
-	if (now_ms() - t0 > 3000) {
-		tap_diag("stopping the watch took %lld ms", now_ms() - t0);
+	util_watchdog_disarm();
+	if (util_now_ms() - t0 > 3000) {
+		tap_diag("stopping the watch took %lld ms", util_now_ms() - t0);
 		ok = false;
 	}
 	store_free(s);
@@ -405,7 +401,7 @@ static bool test_garbage_watch(void)
 
 int main(void)
 {
-	tests_dir = getenv("TESTS_DIR");
+	tests_dir = util_tests_dir = getenv("TESTS_DIR");
 	if (!tests_dir) {
 		printf("Bail out! run with TESTS_DIR set\n");
 		return 1;
