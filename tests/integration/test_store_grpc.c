@@ -32,106 +32,8 @@
 #include "tap.h"
 #include "util.h"
 
-extern char **environ;
-
-static const char *tests_dir;
-
-/* ---- the servers ---- */
-
-struct garbage {
-	pid_t pid;
-	char url[64];
-};
-
-/* Reads the port the server prints on its first line; 0 on failure. */
-static long garbage_port(int fd)
-{
-	char line[32];
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	size_t got = 0;
-	char *end;
-	long port;
-
-	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
-		ssize_t n;
-
-		if (poll(&pfd, 1, 10000) <= 0)
-			break;
-		n = read(fd, line + got, sizeof(line) - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	line[got] = '\0';
-	errno = 0;
-	port = strtol(line, &end, 10);
-	if (errno || end == line || *end != '\n' || port <= 0 || port > 65535)
-		return 0;
-	return port;
-}
-
-/*
- * Starts the HTTP/2 server (@h2) or the HTTP/1 one in @mode; a message
- * over @size bytes where the mode makes one.
- */
-static bool garbage_start(struct garbage *g, bool h2, const char *mode,
-			  size_t size)
-{
-	posix_spawn_file_actions_t fa;
-	char script[PATH_MAX], sizebuf[32];
-	const char *argv[8];
-	int fds[2], rc, i = 0;
-	long port;
-
-	memset(g, 0, sizeof(*g));
-	snprintf(script, sizeof(script), "%s/lib/%s", tests_dir,
-		 h2 ? "grpc-garbage-server.py" : "garbage-server.py");
-	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
-	if (!h2)
-		argv[i++] = "python3";
-	argv[i++] = script;
-	argv[i++] = mode;
-	argv[i++] = "--size";
-	argv[i++] = sizebuf;
-	argv[i++] = "--lifetime";
-	argv[i++] = "300";
-	argv[i] = NULL;
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return false;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
-			  environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc != 0) {
-		tap_diag("cannot start '%s': %s", script, strerror(rc));
-		close(fds[0]);
-		return false;
-	}
-	port = garbage_port(fds[0]);
-	close(fds[0]);
-	if (!port) {
-		tap_diag("'%s %s' printed no port", script, mode);
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-		g->pid = 0;
-		return false;
-	}
-	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
-	return true;
-}
-
-static void garbage_stop(struct garbage *g)
-{
-	if (g->pid > 0) {
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-	}
-	g->pid = 0;
-}
-
-static struct store *garbage_store(const struct garbage *g)
+/* A v3 store on @g, with short timeouts. */
+static struct store *garbage_store(const struct util_garbage *g)
 {
 	struct store_config cfg = {
 		.api = STORE_API_V3,
@@ -240,7 +142,7 @@ static int garbage_run(struct store *s, unsigned op, const char **name,
 #define GARBAGE_BOUND_MS	5000
 #define GARBAGE_HANG_MS		20000
 
-static bool garbage_op(struct store *s, const struct garbage *g,
+static bool garbage_op(struct store *s, const struct util_garbage *g,
 		       const struct garbage_case *gc, unsigned op)
 {
 	struct store_error err = { 0 };
@@ -286,22 +188,22 @@ static bool garbage_op(struct store *s, const struct garbage *g,
 
 static bool test_garbage(const struct garbage_case *gc)
 {
-	struct garbage g;
+	struct util_garbage g;
 	struct store *s;
 	bool ok = true;
 
-	if (!garbage_start(&g, gc->h2, gc->mode, 1u << 20))
+	if (!util_garbage_start(&g, gc->h2, gc->mode, 1u << 20))
 		return false;
 	s = garbage_store(&g);
 	if (!s) {
-		garbage_stop(&g);
+		util_garbage_stop(&g);
 		return false;
 	}
 	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
 		if (gc->ops & op)
 			ok = garbage_op(s, &g, gc, op) && ok;
 	store_free(s);
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	return ok;
 }
 
@@ -342,7 +244,7 @@ static size_t evlog_wait(struct evlog *l, long ms)
 }
 
 /* Watches on @g; stopping must take at most 3 s. */
-static bool watch_on(const struct garbage *g, struct evlog *log,
+static bool watch_on(const struct util_garbage *g, struct evlog *log,
 		     long wait_ms)
 {
 	struct store_error err = { 0 };
@@ -375,13 +277,13 @@ static bool watch_on(const struct garbage *g, struct evlog *log,
 static bool test_garbage_watch(void)
 {
 	struct evlog log = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct garbage g;
+	struct util_garbage g;
 	bool ok;
 
-	if (!garbage_start(&g, true, "notproto", 0))
+	if (!util_garbage_start(&g, true, "notproto", 0))
 		return false;
 	ok = watch_on(&g, &log, 10000);
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	if (!log.n || log.first_type != STORE_EV_ERROR ||
 	    log.first_err != STORE_EBADREPLY) {
 		tap_diag("%zu events from a rubbish watch, first type %d err "
@@ -392,17 +294,17 @@ static bool test_garbage_watch(void)
 
 	memset(&log, 0, sizeof(log));
 	pthread_mutex_init(&log.lock, NULL);
-	if (!garbage_start(&g, true, "silent", 0))
+	if (!util_garbage_start(&g, true, "silent", 0))
 		return false;
 	ok = watch_on(&g, &log, 1500) && ok;
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	return ok;
 }
 
 int main(void)
 {
-	tests_dir = util_tests_dir = getenv("TESTS_DIR");
-	if (!tests_dir) {
+	util_tests_dir = getenv("TESTS_DIR");
+	if (!util_tests_dir) {
 		printf("Bail out! run with TESTS_DIR set\n");
 		return 1;
 	}

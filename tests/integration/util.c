@@ -5,9 +5,12 @@
 #define _GNU_SOURCE /* vasprintf */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,8 @@
 #include "store.h"
 #include "tap.h"
 #include "util.h"
+
+extern char **environ;
 
 const char *util_tests_dir;
 const char *util_scratch;
@@ -571,6 +576,96 @@ char *util_sh_out_len(size_t *len_out, const char *f, ...)
 	cmd = util_vfmt(f, ap);
 	va_end(ap);
 	return sh_capture(cmd, len_out);
+}
+
+/* ---- the garbage servers ---- */
+
+/* Reads the port the server prints on its first line; 0 on failure. */
+static long garbage_port(int fd)
+{
+	char line[32];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+	char *end;
+	long port;
+
+	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10000) <= 0)
+			break;
+		n = read(fd, line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	line[got] = '\0';
+	errno = 0;
+	port = strtol(line, &end, 10);
+	if (errno || end == line || *end != '\n' || port <= 0 || port > 65535)
+		return 0;
+	return port;
+}
+
+bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
+			size_t size)
+{
+	posix_spawn_file_actions_t fa;
+	char script[PATH_MAX], sizebuf[32];
+	const char *argv[8];
+	int fds[2], rc, i = 0;
+	long port;
+
+	memset(g, 0, sizeof(*g));
+	snprintf(script, sizeof(script), "%s/lib/%s", util_tests_dir,
+		 h2 ? "grpc-garbage-server.py" : "garbage-server.py");
+	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
+	/* the HTTP/2 one by its own #! line: the python3 that has h2 */
+	if (!h2)
+		argv[i++] = "python3";
+	argv[i++] = script;
+	argv[i++] = mode;
+	argv[i++] = "--size";
+	argv[i++] = sizebuf;
+	argv[i++] = "--lifetime";
+	argv[i++] = "300";
+	argv[i] = NULL;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return false;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		tap_diag("cannot start '%s': %s", script, strerror(rc));
+		close(fds[0]);
+		g->pid = 0;
+		return false;
+	}
+	port = garbage_port(fds[0]);
+	close(fds[0]);
+	if (!port) {
+		tap_diag("garbage server '%s %s' printed no port", script,
+			 mode);
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+		g->pid = 0;
+		return false;
+	}
+	g->port = (int)port;
+	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
+	return true;
+}
+
+void util_garbage_stop(struct util_garbage *g)
+{
+	if (g->pid > 0) {
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+	}
+	g->pid = 0;
 }
 
 /* ---- the watchdog ---- */
