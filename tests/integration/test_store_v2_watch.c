@@ -203,50 +203,23 @@ out:
 
 /* ---- a TCP proxy that can be cut, to lose a watch's connection ---- */
 
-static const char proxy_py[] =
-	"import socket, sys, threading\n"
-	"port, target = int(sys.argv[1]), int(sys.argv[2])\n"
-	"ls = socket.socket()\n"
-	"ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-	"ls.bind(('127.0.0.1', port))\n"
-	"ls.listen(16)\n"
-	"print(ls.getsockname()[1], flush=True)\n"
-	"def pump(a, b):\n"
-	"    try:\n"
-	"        while True:\n"
-	"            d = a.recv(65536)\n"
-	"            if not d:\n"
-	"                break\n"
-	"            b.sendall(d)\n"
-	"    except OSError:\n"
-	"        pass\n"
-	"    for s in (a, b):\n"
-	"        try:\n"
-	"            s.shutdown(socket.SHUT_RDWR)\n"
-	"        except OSError:\n"
-	"            pass\n"
-	"while True:\n"
-	"    c, _ = ls.accept()\n"
-	"    u = socket.create_connection(('127.0.0.1', target))\n"
-	"    for a, b in ((c, u), (u, c)):\n"
-	"        threading.Thread(target=pump, args=(a, b), daemon=True).start()\n";
-
 struct proxy {
 	pid_t pid;
 	int port;
 	char url[64];
 };
 
-/* Starts the proxy on @port (0: any) in front of the main etcd. */
+/* Starts tests/lib/tcp_proxy.py on @port (0: any) before the main etcd. */
 static bool proxy_start(struct proxy *p, int port)
 {
-	char sport[16], starget[16], line[32] = "";
+	char script[PATH_MAX], sport[16], starget[16], line[32] = "";
 	const char *colon = strrchr(v2keys_endpoint, ':');
 	int fds[2];
 	ssize_t n;
 
 	if (!colon || pipe(fds) != 0)
 		return false;
+	snprintf(script, sizeof(script), "%s/lib/tcp_proxy.py", util_tests_dir);
 	snprintf(sport, sizeof(sport), "%d", port);
 	snprintf(starget, sizeof(starget), "%s", colon + 1);
 	fflush(stdout);
@@ -257,7 +230,7 @@ static bool proxy_start(struct proxy *p, int port)
 		dup2(fds[1], 1);
 		close(fds[0]);
 		close(fds[1]);
-		execlp("python3", "python3", "-c", proxy_py, sport, starget,
+		execlp("python3", "python3", script, sport, starget,
 		       (char *)NULL);
 		_exit(127);
 	}
