@@ -710,6 +710,8 @@ void util_watchdog_arm(long ms, const char *what, const pid_t *pids,
 	pthread_condattr_t ca;
 	sigset_t all, old;
 
+	/* one at a time: a case that returned past its disarm ends here */
+	util_watchdog_disarm();
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&wd.cond, &ca);
