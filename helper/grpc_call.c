@@ -20,7 +20,7 @@
 
 #include "etcd3_pb.h"
 #include "grpc_transport_i.h"
-#include "store_i.h"
+#include "errors.h"
 #include "transport.h"
 
 /* ---- outcomes ---- */

@@ -20,7 +20,7 @@
 #include <curl/curl.h>
 
 #include "grpc_transport_i.h"
-#include "store_i.h"
+#include "errors.h"
 
 /* ---- streams ---- */
 

@@ -55,7 +55,7 @@
 #include "etcd3_pb.h"
 #include "grpc_frame.h"
 #include "grpc_transport_i.h"
-#include "store_i.h"
+#include "errors.h"
 
 static pthread_once_t gt_once = PTHREAD_ONCE_INIT;
 static CURLcode gt_global_rc;
@@ -176,14 +176,6 @@ void gt_wake(struct gt_lane *lane)
 	curl_multi_wakeup(lane->multi);
 }
 
-static long long gt_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Marks @x done, with t->lock held. */
 static void gt_done_locked(struct gt_xfer *x, CURLcode rc)
 {
@@ -219,14 +211,14 @@ static struct gt_xfer *gt_take_pending(struct gt_lane *lane)
 {
 	struct grpc_transport *t = lane->t;
 	struct gt_xfer *x;
-	long long now;
+	int64_t now;
 
 	if (!lane->serial) {
 		x = lane->pending;
 		lane->pending = lane->pending_tail = NULL;
 		return x;
 	}
-	now = gt_now_ms();
+	now = thread_now_ms();
 	while ((x = lane->pending) &&
 	       now - x->queued_ms > t->request_ms + t->connect_ms) {
 		lane->pending = x->next;
@@ -731,7 +723,7 @@ void gt_submit(struct grpc_transport *t, struct gt_xfer *x)
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
-	x->queued_ms = gt_now_ms();
+	x->queued_ms = thread_now_ms();
 	x->next = NULL;
 	if (lane->pending_tail)
 		lane->pending_tail->next = x;

@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "store.h"
+#include "errors.h"
 
 struct grpc_transport_config {
 	const char *const *endpoints;	/* URLs without a trailing '/' */

@@ -114,7 +114,7 @@ struct gt_xfer {
 	bool recv_paused;	/* under t->lock */
 
 	/* under t->lock */
-	long long queued_ms;	/* when submitted (CLOCK_MONOTONIC) */
+	int64_t queued_ms;	/* when submitted (thread_now_ms) */
 	bool expired;		/* waited too long in a serial lane: not sent */
 	bool unpause;		/* asked of the thread */
 	bool cancel;		/* asked of the thread: stream closed */

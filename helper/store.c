@@ -280,9 +280,31 @@ err_watch:
 	return false;
 }
 
+/* The HTTP/1 transport of a backend that has none of its own (etcd2). */
+static struct transport *store_http_new(struct store *s,
+					const struct store_priv *p,
+					struct store_error *err)
+{
+	struct transport_config tc = {
+		.endpoints = (const char *const *)p->endpoints,
+		.n_endpoints = p->n_endpoints,
+		.cacert = s->cfg.cacert,
+		.cert = s->cfg.cert,
+		.key = s->cfg.key,
+		.insecure_skip_tls_verify = s->cfg.insecure_skip_tls_verify,
+		.auth = s->cfg.user ? TRANSPORT_AUTH_BASIC : TRANSPORT_AUTH_NONE,
+		.user = s->cfg.user,
+		.password = s->cfg.password,
+		.connect_timeout_ms = s->cfg.connect_timeout_ms,
+		.request_timeout_ms = s->cfg.request_timeout_ms,
+		.max_reply_size = s->cfg.max_reply_size,
+	};
+
+	return transport_new(&tc, err);
+}
+
 struct store *store_new(const struct store_config *cfg, struct store_error *err)
 {
-	struct transport_config tc = { 0 };
 	struct store_priv *p;
 	struct store *s;
 	int rc;
@@ -369,23 +391,13 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
 		&store_etcd3_backend;
 
-	tc.endpoints = (const char *const *)p->endpoints;
-	tc.n_endpoints = p->n_endpoints;
-	tc.cacert = s->cfg.cacert;
-	tc.cert = s->cfg.cert;
-	tc.key = s->cfg.key;
-	tc.insecure_skip_tls_verify = s->cfg.insecure_skip_tls_verify;
-	tc.auth = !s->cfg.user ? TRANSPORT_AUTH_NONE :
-		s->cfg.api == STORE_API_V2 ? TRANSPORT_AUTH_BASIC :
-		TRANSPORT_AUTH_ETCD3;
-	tc.user = s->cfg.user;
-	tc.password = s->cfg.password;
-	tc.connect_timeout_ms = s->cfg.connect_timeout_ms;
-	tc.request_timeout_ms = s->cfg.request_timeout_ms;
-	tc.max_reply_size = s->cfg.max_reply_size;
-	s->tr = transport_new(&tc, err);
-	if (!s->tr)
-		goto err_free;
+	/* a backend with endpoint hooks has a transport of its own (v3's
+	 * gRPC); the others share s->tr */
+	if (!s->be_ops->endpoint) {
+		s->tr = store_http_new(s, p, err);
+		if (!s->tr)
+			goto err_free;
+	}
 
 	rc = s->be_ops->init(s, err);
 	if (rc < 0)

@@ -234,7 +234,5 @@ int store_read_rc(int rc, struct store_error *err);
 
 /* Refreshes the endpoints if due (store_members.c). */
 void store_refresh_maybe(struct store *s);
-int64_t store_now_ms(void);
-int64_t store_now_us(void);
 
 #endif /* ETCDFS_STORE_I_H */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "store_i.h"
+#include "thread.h"
 #include "store_split.h"
 
 /* A list whose later page was compacted away is read again, this often. */
@@ -75,12 +76,12 @@ static void lister_reset(struct lister *L)
 	span_release(&L->pend);
 }
 
-/* Counts a request that took since @t0 (store_now_us). */
+/* Counts a request that took since @t0 (thread_now_us). */
 static void list_stat(struct store *s, uint64_t walked, uint64_t fetched,
 		      int64_t t0)
 {
 	struct store_priv *p = store_priv(s);
-	uint64_t us = (uint64_t)(store_now_us() - t0);
+	uint64_t us = (uint64_t)(thread_now_us() - t0);
 
 	__atomic_add_fetch(fetched ? &p->list_fetch_us : &p->list_count_us,
 			   us, __ATOMIC_RELAXED);
@@ -197,7 +198,7 @@ static int list_paged(struct lister *L, const char *lo, size_t lo_len,
 	for (;;) {
 		more = false;
 		count = -1;
-		t0 = store_now_us();
+		t0 = thread_now_us();
 		rc = s->be_ops->range(s, start ? start : lo,
 				      start ? start_len : lo_len,
 				      hi ? hi : list_to_end, hi ? hi_len : 1,
@@ -251,7 +252,7 @@ static int list_flush(struct lister *L, struct store_error *err)
 	struct store *s = L->s;
 	struct list_span *p = &L->pend;
 	struct store_list l = { 0 };
-	int64_t count = -1, t0 = store_now_us();
+	int64_t count = -1, t0 = thread_now_us();
 	bool more = false;
 	int rc;
 
@@ -321,7 +322,7 @@ static int list_count(struct lister *L, struct store_span *spans, size_t n,
 	int rc;
 
 	for (i = 0; i < n; i += k) {
-		t0 = store_now_us();
+		t0 = thread_now_us();
 		k = n - i < STORE_SPANS_PER_REQUEST ? n - i :
 			STORE_SPANS_PER_REQUEST;
 		rc = s->be_ops->count(s, spans + i, k, L->rev, L->flags, err);

@@ -15,10 +15,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "endpoint.h"
 #include "store_i.h"
+#include "thread.h"
 
 /*
  * After every endpoint failed, the members are asked again at most this
@@ -26,22 +26,6 @@
  * per endpoint, which a request should not pay every time.
  */
 #define STORE_REFRESH_RETRY_MS		1000
-
-int64_t store_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t store_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static bool store_list_has(char *const *list, size_t n, const char *ep)
 {
@@ -156,7 +140,7 @@ void store_refresh_maybe(struct store *s)
 
 	if (s->cfg.refresh_endpoints_ms <= 0)
 		return;
-	now = store_now_ms();
+	now = thread_now_ms();
 	fails = store_unreachable_count(s);
 	failed = fails != __atomic_load_n(&p->refresh_seen, __ATOMIC_ACQUIRE);
 	if (!failed && now < __atomic_load_n(&p->refresh_next_ms,
@@ -176,7 +160,7 @@ void store_refresh_maybe(struct store *s)
 	/* The refresh's own failures are no reason for another one. */
 	__atomic_store_n(&p->refresh_seen, store_unreachable_count(s),
 			 __ATOMIC_RELEASE);
-	p->refresh_last_ms = store_now_ms();
+	p->refresh_last_ms = thread_now_ms();
 	__atomic_store_n(&p->refresh_next_ms,
 			 p->refresh_last_ms + s->cfg.refresh_endpoints_ms,
 			 __ATOMIC_RELEASE);

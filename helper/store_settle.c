@@ -133,7 +133,7 @@ int store_settle_read(struct store *s, const char *full, size_t full_len,
 		      struct store_kv *cur, bool *exists,
 		      struct store_error *err)
 {
-	int64_t deadline = store_now_ms() + 2 * s->cfg.request_timeout_ms;
+	int64_t deadline = thread_now_ms() + 2 * s->cfg.request_timeout_ms;
 	int rc;
 
 	for (;;) {
@@ -141,7 +141,7 @@ int store_settle_read(struct store *s, const char *full, size_t full_len,
 				exists, err);
 		if (rc != STORE_EUNREACHABLE && rc != STORE_ETIMEOUT)
 			return rc;
-		if (store_now_ms() + SETTLE_PAUSE_MS >= deadline)
+		if (thread_now_ms() + SETTLE_PAUSE_MS >= deadline)
 			return rc;
 		thread_pause(SETTLE_PAUSE_MS);
 	}

@@ -72,6 +72,22 @@ void thread_sleep(struct thread *t, long ms)
 	pthread_mutex_unlock(&t->lock);
 }
 
+int64_t thread_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t thread_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void thread_pause(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

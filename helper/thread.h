@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct thread {
 	pthread_t id;
@@ -43,6 +44,14 @@ void thread_sleep(struct thread *t, long ms);
  * wait, where there is no thread of this module to stop).
  */
 void thread_pause(long ms);
+
+/*
+ * Milliseconds on CLOCK_MONOTONIC (from an unspecified start): the one
+ * clock of helper/'s deadlines and ages, never moved by the wall clock.
+ */
+int64_t thread_now_ms(void);
+/* The same clock in microseconds (what listings spend, store_list.c). */
+int64_t thread_now_us(void);
 
 /* A back-off from @min to @max ms, doubling at each wait. */
 struct thread_backoff {

@@ -1,7 +1,7 @@
 /*
  * transport.c - HTTP to an etcd cluster, on libcurl (see transport.h):
  * handles, endpoints, and the two entry points; one transfer and its
- * failover are in transport_xfer.c, the etcd v3 token in transport_auth.c
+ * failover are in transport_xfer.c
  *
  * Each thread that calls transport_request() gets a curl easy handle of its
  * own, found through a pthread key and kept until the thread exits or the
@@ -22,15 +22,11 @@
  * every TLS failure (an untrusted server, a refused client certificate);
  * a connection lost after sending: EUNKNOWN (a stream's: EUNREACHABLE, a
  * watch resumes); a request past request_timeout_ms: ETIMEOUT; an
- * answer that is not HTTP, or over max_reply_size: EBADREPLY; a token
- * that cannot be had: EUNAUTHENTICATED.
+ * answer that is not HTTP, or over max_reply_size: EBADREPLY.
  *
- * Auth: with TRANSPORT_AUTH_ETCD3 one token, shared by all threads, is had
- * from /v3/auth/authenticate before the first request and renewed once per
- * request when etcd answers code 16 ("invalid auth token"); a watch stream
- * is answered 200 and then cancelled for a bad token, so its first line is
- * held back and looked at.  A cluster with auth off answers authenticate
- * with code 9, and then no token is sent, as etcdctl does.
+ * Auth: HTTP basic auth (TRANSPORT_AUTH_BASIC, etcd v2's); etcd v3's
+ * tokens are the gRPC transport's (grpc_transport.h), since v3 speaks
+ * gRPC.
  *
  * What it cannot do: HTTP/2, proxies (the environment's are ignored),
  * redirects; it does not replay a request that was sent and lost (the
@@ -41,9 +37,7 @@
  * a failover of the same list generation moves the shared current
  * endpoint.
  *
- * Lock order: t->auth_lock, then t->lock.  Neither is held across a
- * transfer except auth_lock while a token is being had, so that one thread
- * authenticates and the others wait for its token.
+ * Locks: t->lock only, never held across a transfer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -231,14 +225,10 @@ struct transport *transport_new(const struct transport_config *cfg,
 
 	if (pthread_mutex_init(&t->lock, NULL) != 0)
 		goto err_free;
-	if (pthread_mutex_init(&t->auth_lock, NULL) != 0)
-		goto err_lock;
 	if (pthread_key_create(&t->key, tr_handle_destroy) != 0)
-		goto err_auth_lock;
+		goto err_lock;
 	return t;
 
-err_auth_lock:
-	pthread_mutex_destroy(&t->auth_lock);
 err_lock:
 	pthread_mutex_destroy(&t->lock);
 err_free:
@@ -274,14 +264,8 @@ void transport_free(struct transport *t)
 	t->handles = NULL;
 	pthread_mutex_unlock(&t->lock);
 
-	pthread_mutex_destroy(&t->auth_lock);
 	pthread_mutex_destroy(&t->lock);
 	tr_free_endpoints(t->endpoints, t->n_endpoints);
-	if (t->token) {
-		/* A token is a credential: do not leave it in freed memory. */
-		memset(t->token, 0, strlen(t->token));
-		free(t->token);
-	}
 	free(t->user);
 	if (t->password) {
 		memset(t->password, 0, strlen(t->password));
@@ -377,9 +361,7 @@ int transport_request(struct transport *t, const char *method,
 {
 	struct tr_handle *h;
 	struct tr_xfer x = { 0 };
-	char *token = NULL;
-	uint64_t gen = 0;
-	int rc, attempt;
+	int rc;
 
 	memset(reply, 0, sizeof(*reply));
 	h = tr_handle_get(t);
@@ -394,18 +376,7 @@ int transport_request(struct transport *t, const char *method,
 	x.body = body;
 	x.len = body ? len : 0;
 	x.reply = reply;
-	for (attempt = 0; attempt < 2; attempt++) {
-		rc = tr_token(t, h, attempt > 0, gen, &token, &gen, err);
-		if (rc < 0)
-			break;
-		x.token = token;
-		rc = tr_perform(&x, h->curl, h, h->errbuf, err);
-		tr_token_free(token);
-		token = NULL;
-		if (rc < 0 || t->auth != TRANSPORT_AUTH_ETCD3 ||
-		    !tr_token_rejected(reply))
-			break;
-	}
+	rc = tr_perform(&x, h->curl, h, h->errbuf, err);
 	free(x.url);
 	if (rc < 0)
 		transport_reply_release(reply);
@@ -421,15 +392,13 @@ int transport_stream(struct transport *t, const char *method,
 	struct transport_reply reply = { 0 };
 	struct tr_handle *h;
 	struct tr_xfer x = { 0 };
-	char *token = NULL;
-	uint64_t gen = 0;
-	int rc = 0, attempt;
+	int rc = 0;
 
 	*status = 0;
 	/*
-	 * The thread's handle lends its endpoint copy (for messages) and
-	 * token renewal; the stream itself gets a handle of its own, the
-	 * one the thread's last stream left if it ended well.
+	 * The thread's handle lends its endpoint copy (for messages); the
+	 * stream itself gets a handle of its own, the one the thread's last
+	 * stream left if it ended well.
 	 */
 	h = tr_handle_get(t);
 	if (!h)
@@ -450,41 +419,16 @@ int transport_stream(struct transport *t, const char *method,
 	x.fn = fn;
 	x.arg = arg;
 	x.stop = stop;
-	for (attempt = 0; attempt < 2; attempt++) {
-		if (tr_stopped(stop))
-			break;
-		rc = tr_token(t, h, attempt > 0, gen, &token, &gen, err);
-		if (rc < 0)
-			break;
-		x.token = token;
-		x.stopped = false;
-		x.fn_ended = false;
-		x.rejected = false;
-		x.peek = t->auth == TRANSPORT_AUTH_ETCD3 && attempt == 0;
+	if (!tr_stopped(stop)) {
 		rc = tr_perform(&x, x.curl, h, h->errbuf, err);
-		tr_token_free(token);
-		token = NULL;
-		if (rc < 0)
-			break;
-		*status = x.status;
-		if (x.rejected)
-			continue;
-		if (x.stopped || x.fn_ended)
-			break;
-		if (x.status >= 200 && x.status < 300) {
-			/* It ended before its first line did. */
-			if (x.peek && reply.len > 0)
-				fn(arg, reply.body, reply.len);
-			break;
-		}
-		reply.status = x.status;
-		if (t->auth == TRANSPORT_AUTH_ETCD3 && attempt == 0 &&
-		    tr_token_rejected(&reply))
-			continue;
+		if (rc == 0)
+			*status = x.status;
 		/* The error reply, in one piece, for the caller. */
-		if (reply.len > 0)
+		if (rc == 0 && !x.stopped && !x.fn_ended &&
+		    (x.status < 200 || x.status >= 300) && reply.len > 0) {
+			reply.status = x.status;
 			fn(arg, reply.body, reply.len);
-		break;
+		}
 	}
 	transport_reply_release(&reply);
 	free(x.url);

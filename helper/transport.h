@@ -13,11 +13,9 @@
  * Every request is bounded by connect_timeout_ms and request_timeout_ms;
  * a reply larger than max_reply_size is cut off and reported as EBADREPLY.
  *
- * With auth TRANSPORT_AUTH_ETCD3 the transport gets a token from
- * /v3/auth/authenticate before the first request, sends it as the
- * Authorization header, and gets a new one once when the server says the
- * token is invalid or expired.  TRANSPORT_AUTH_BASIC sends HTTP basic auth
- * (etcd v2).
+ * TRANSPORT_AUTH_BASIC sends HTTP basic auth (etcd v2).  It serves the
+ * etcd2 backend and the benchmarks' loader; the etcd3 backend speaks gRPC
+ * (grpc_transport.h).
  */
 #ifndef ETCDFS_TRANSPORT_H
 #define ETCDFS_TRANSPORT_H
@@ -30,7 +28,6 @@
 
 enum transport_auth {
 	TRANSPORT_AUTH_NONE,
-	TRANSPORT_AUTH_ETCD3,
 	TRANSPORT_AUTH_BASIC,
 };
 
@@ -67,8 +64,7 @@ void transport_free(struct transport *t);
  * @content_type (NULL: no body) and fills @reply with whatever HTTP status
  * came back.  Returns 0, EUNREACHABLE (nothing was sent), EUNKNOWN (sent,
  * and the connection was lost before the answer), ETIMEOUT (sent, no
- * answer in time), EUNAUTHENTICATED (the token could not be had),
- * EBADREPLY (cut off, over the size cap) or EINTERNAL.  Interpreting the
+ * answer in time), EBADREPLY (cut off, over the size cap) or EINTERNAL.  Interpreting the
  * status and body is the caller's job.
  */
 int transport_request(struct transport *t, const char *method,

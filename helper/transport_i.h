@@ -1,7 +1,7 @@
 /*
- * transport_i.h - what transport.c, transport_xfer.c and transport_auth.c
- * share: the transport's state, one transfer's, and the functions one of
- * them calls in another
+ * transport_i.h - what transport.c and transport_xfer.c share: the
+ * transport's state, one transfer's, and the functions one of them calls
+ * in the other
  *
  * What it cannot do: be used outside the transport; everything else sees
  * helper/transport.h.
@@ -22,10 +22,8 @@
 #define TR_DEFAULT_CONNECT_TIMEOUT_MS	2000L
 #define TR_DEFAULT_REQUEST_TIMEOUT_MS	5000L
 #define TR_DEFAULT_MAX_REPLY		((size_t)256 << 20)
-/* An error reply of a stream is kept (for the caller and for code 16). */
+/* An error reply of a stream is kept whole, for the caller. */
 #define TR_STREAM_ERROR_CAP		((size_t)64 << 10)
-/* A token longer than this, or with control bytes, is not a token. */
-#define TR_TOKEN_MAX			4096
 
 struct transport;
 
@@ -56,11 +54,6 @@ struct transport {
 
 	pthread_key_t key;		/* -> struct tr_handle */
 
-	pthread_mutex_t auth_lock;
-	/* protected by auth_lock; NULL: none had yet; "": auth is off */
-	char *token;
-	uint64_t token_gen;		/* protected by auth_lock */
-
 	/* Read-only after transport_new. */
 	enum transport_auth auth;
 	char *user;
@@ -82,7 +75,6 @@ struct tr_xfer {
 	const char *content_type;
 	const char *body;
 	size_t len;
-	const char *token;		/* NULL: no Authorization header */
 	char *url;			/* owned, the last one tried */
 
 	/* Request mode: the reply, capped at t->max_reply_size. */
@@ -97,8 +89,6 @@ struct tr_xfer {
 	long status;			/* known once the first byte came */
 	bool fn_ended;			/* fn returned non-zero */
 	bool stopped;			/* *stop was seen */
-	bool peek;			/* holding the first line back */
-	bool rejected;			/* it said the token is bad */
 	CURL *curl;
 };
 
@@ -114,13 +104,5 @@ bool tr_stopped(const volatile bool *stop);
  */
 int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 	       char *errbuf, struct store_error *err);
-
-/* The etcd v3 token (transport_auth.c). */
-bool tr_token_rejected(const struct transport_reply *r);
-bool tr_stream_rejected(const char *line, size_t len);
-int tr_token(struct transport *t, struct tr_handle *h, bool renew,
-	     uint64_t stale_gen, char **token, uint64_t *gen,
-	     struct store_error *err);
-void tr_token_free(char *token);
 
 #endif /* ETCDFS_TRANSPORT_I_H */

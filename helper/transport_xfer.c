@@ -71,44 +71,13 @@ static size_t tr_write_stream(char *data, size_t size, size_t nmemb,
 		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
 		x->status = status;
 	}
-	/*
-	 * An error reply is not a stream: keep it whole, so that code 16 can
-	 * be seen and the caller gets it in one piece.
-	 */
+	/* An error reply is not a stream: the caller gets it in one piece. */
 	if (x->status < 200 || x->status >= 300) {
 		if (n > TR_STREAM_ERROR_CAP - r->len) {
 			x->too_large = true;
 			return 0;
 		}
 		return tr_write_reply(data, size, nmemb, userdata);
-	}
-	if (x->peek) {
-		/*
-		 * A watch with a bad token is answered 200, then a first line
-		 * that cancels it: hold that line back until it is known.
-		 */
-		if (n > TR_STREAM_ERROR_CAP - r->len) {
-			x->peek = false;
-		} else {
-			if (tr_write_reply(data, size, nmemb, userdata) != n)
-				return 0;
-			if (!memchr(r->body, '\n', r->len))
-				return n;
-			x->peek = false;
-			if (tr_stream_rejected(r->body, r->len)) {
-				x->rejected = true;
-				return 0;
-			}
-			n = 0;	/* data is in r->body now */
-		}
-		if (r->len && x->fn(x->arg, r->body, r->len) != 0) {
-			x->fn_ended = true;
-			return 0;
-		}
-		transport_reply_release(r);
-		x->cap = 0;
-		if (n == 0)
-			return size * nmemb;
 	}
 	if (x->fn(x->arg, data, n) != 0) {
 		x->fn_ended = true;
@@ -226,19 +195,6 @@ static bool tr_setup(struct tr_xfer *x, CURL *curl, const char *endpoint,
 			goto err_headers;
 		snprintf(hdr, ulen, "Content-Type: %s", x->content_type);
 		tmp = curl_slist_append(hl, hdr);
-		free(hdr);
-		if (!tmp)
-			goto err_headers;
-		hl = tmp;
-	}
-	if (x->token && x->token[0]) {
-		ulen = strlen("Authorization: ") + strlen(x->token) + 1;
-		hdr = malloc(ulen);
-		if (!hdr)
-			goto err_headers;
-		snprintf(hdr, ulen, "Authorization: %s", x->token);
-		tmp = curl_slist_append(hl, hdr);
-		memset(hdr, 0, ulen);
 		free(hdr);
 		if (!tmp)
 			goto err_headers;
@@ -434,7 +390,7 @@ int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 				  "reply from '%s' is larger than %zu bytes",
 				  x->url, x->fn ? TR_STREAM_ERROR_CAP :
 				  t->max_reply_size);
-	if (x->fn && (x->stopped || x->fn_ended || x->rejected))
+	if (x->fn && (x->stopped || x->fn_ended))
 		return 0;
 	switch (rc) {
 	case CURLE_OK:

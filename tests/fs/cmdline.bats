@@ -142,24 +142,11 @@ load ../lib/cmdline
 }
 
 @test "an endpoint that accepts but never answers fails after request_timeout" {
-	local port ep start
+	local ep start
 
 	# listens, so the connection is made, but never reads or answers
-	python3 -c '
-import socket, sys, time
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(16)
-print(s.getsockname()[1], flush=True)
-time.sleep(600)
-' >"$BATS_TEST_TMPDIR/port" 3>&- &
-	OTHER_PIDS+=($!)
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $BATS_TEST_TMPDIR/port ]] && break
-		sleep 0.05
-	done
-	port=$(cat "$BATS_TEST_TMPDIR/port")
-	ep=http://127.0.0.1:$port
+	start_silent_server
+	ep=http://127.0.0.1:$SILENT_PORT
 	start=$(date +%s%N)
 	expect_failure "^etcdfs: cannot reach '$ep': .+" \
 		-o "endpoints=$ep,request_timeout=500,connect_timeout=500" "$MNT"

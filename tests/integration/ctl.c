@@ -8,6 +8,7 @@
  * over HTTP), or keys that a shell cannot quote (etcdctl takes them as
  * arguments: the tests give it text keys).
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cases.h"
 #include "store.h"
 #include "tap.h"
 #include "util.h"
@@ -25,7 +27,7 @@ char ctl_cmd[512];
 
 bool ctl_setup(void)
 {
-	ctl_endpoint = getenv("ETCDFS_TEST_ENDPOINTS");
+	ctl_endpoint = witness_v3.endpoint = getenv("ETCDFS_TEST_ENDPOINTS");
 	util_tests_dir = getenv("TESTS_DIR");
 	util_scratch = getenv("ETCDFS_TEST_DIR");
 	if (!ctl_endpoint || !*ctl_endpoint || !util_tests_dir ||
@@ -335,3 +337,46 @@ struct store *ctl_store_open(const char *prefix)
 
 	return util_store_open(&cfg);
 }
+
+/* ---- the witness of the shared cases (cases.h) ---- */
+
+static int64_t ctl_put_rev(const char *key, const char *value)
+{
+	int64_t mod;
+
+	if (!ctl_put(key, value))
+		return 0;
+	mod = ctl_mod(key);
+	return mod > 0 ? mod : 0;
+}
+
+/* The one member's ID, from "member list -w simple" (hex, then ','). */
+static uint64_t ctl_member_id(void)
+{
+	char *out = util_sh_out("%s member list -w simple", ctl_cmd), *end;
+	uint64_t id;
+
+	if (!out)
+		return 0;
+	errno = 0;
+	id = strtoull(out, &end, 16);
+	if (errno || end == out || *end != ',')
+		id = 0;
+	free(out);
+	return id;
+}
+
+struct witness witness_v3 = {
+	.api = STORE_API_V3,
+	.open = ctl_store_open,
+	.put = ctl_put_rev,
+	.del = ctl_del,
+	.has = ctl_has,
+	.lacks = ctl_lacks,
+	.mod = ctl_mod,
+	.revision = ctl_revision,
+	.member_id = ctl_member_id,
+	.exhausted_calls_min = 3,
+	.exhausted_calls_max = 4,
+	.ev_versions = true,
+};

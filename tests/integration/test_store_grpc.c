@@ -1,14 +1,15 @@
 /*
  * test_store_grpc.c - the v3 store over gRPC against hostile servers
  *
- * Runs under tests/lib/with-etcd like test_store.c (TESTS_DIR, a scratch
- * dir).  Each case starts a server that answers every call with one kind
+ * Needs TESTS_DIR (no etcd).  Each case starts a server that answers every call with one kind
  * of rubbish - tests/lib/grpc-garbage-server.py for HTTP/2 (gRPC frames
  * cut short, protobuf with wrong wire types, a message over the cap, no
  * trailers, an HTTP error), tests/lib/garbage-server.py for peers that do
  * not speak HTTP/2 at all - and checks that every operation returns the
  * error it should, with a message, in bounded time, and that no write is
- * said to have an unknown outcome when the server never ran it.
+ * said to have an unknown outcome when the server never ran it.  A call
+ * or a watch's stop that runs far past its bound fails the test at once
+ * (util_watchdog_arm), not at meson's timeout.
  *
  * What it cannot test: a real etcd (test_store.c does), TLS.
  */
@@ -29,123 +30,10 @@
 
 #include "store.h"
 #include "tap.h"
+#include "util.h"
 
-extern char **environ;
-
-static const char *tests_dir;
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-/* ---- the servers ---- */
-
-struct garbage {
-	pid_t pid;
-	char url[64];
-};
-
-/* Reads the port the server prints on its first line; 0 on failure. */
-static long garbage_port(int fd)
-{
-	char line[32];
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	size_t got = 0;
-	char *end;
-	long port;
-
-	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
-		ssize_t n;
-
-		if (poll(&pfd, 1, 10000) <= 0)
-			break;
-		n = read(fd, line + got, sizeof(line) - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	line[got] = '\0';
-	errno = 0;
-	port = strtol(line, &end, 10);
-	if (errno || end == line || *end != '\n' || port <= 0 || port > 65535)
-		return 0;
-	return port;
-}
-
-/*
- * Starts the HTTP/2 server (@h2) or the HTTP/1 one in @mode; a message
- * over @size bytes where the mode makes one.
- */
-static bool garbage_start(struct garbage *g, bool h2, const char *mode,
-			  size_t size)
-{
-	posix_spawn_file_actions_t fa;
-	char script[PATH_MAX], sizebuf[32];
-	const char *argv[8];
-	int fds[2], rc, i = 0;
-	long port;
-
-	memset(g, 0, sizeof(*g));
-	snprintf(script, sizeof(script), "%s/lib/%s", tests_dir,
-		 h2 ? "grpc-garbage-server.py" : "garbage-server.py");
-	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
-	if (!h2)
-		argv[i++] = "python3";
-	argv[i++] = script;
-	argv[i++] = mode;
-	argv[i++] = "--size";
-	argv[i++] = sizebuf;
-	argv[i++] = "--lifetime";
-	argv[i++] = "300";
-	argv[i] = NULL;
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return false;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
-			  environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc != 0) {
-		tap_diag("cannot start '%s': %s", script, strerror(rc));
-		close(fds[0]);
-		return false;
-	}
-	port = garbage_port(fds[0]);
-	close(fds[0]);
-	if (!port) {
-		tap_diag("'%s %s' printed no port", script, mode);
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-		g->pid = 0;
-		return false;
-	}
-	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
-	return true;
-}
-
-static void garbage_stop(struct garbage *g)
-{
-	if (g->pid > 0) {
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-	}
-	g->pid = 0;
-}
-
-static struct store *garbage_store(const struct garbage *g)
+/* A v3 store on @g, with short timeouts. */
+static struct store *garbage_store(const struct util_garbage *g)
 {
 	struct store_config cfg = {
 		.api = STORE_API_V3,
@@ -247,20 +135,29 @@ static int garbage_run(struct store *s, unsigned op, const char **name,
 	return rc;
 }
 
-static bool garbage_op(struct store *s, const struct garbage_case *gc,
-		       unsigned op)
+/*
+ * A call's bound: the request timeout (1 s), plus connects and one retry;
+ * past GARBAGE_HANG_MS it is stuck, and the watchdog ends the test.
+ */
+#define GARBAGE_BOUND_MS	5000
+#define GARBAGE_HANG_MS		20000
+
+static bool garbage_op(struct store *s, const struct util_garbage *g,
+		       const struct garbage_case *gc, unsigned op)
 {
 	struct store_error err = { 0 };
 	const char *name = "";
-	long long t0 = now_ms(), took;
+	long long t0 = util_now_ms(), took;
 	int want = gc->want;
 	bool said;
 	int rc;
 
 	if (op == OP_CREATE && gc->want_create)
 		want = gc->want_create;
+	util_watchdog_arm(GARBAGE_HANG_MS, gc->mode, &g->pid, 1);
 	rc = garbage_run(s, op, &name, &err);
-	took = now_ms() - t0;
+	util_watchdog_disarm();
+	took = util_now_ms() - t0;
 	tap_diag("%s %s: %s -> %s (%lld ms): %s", gc->h2 ? "h2" : "http/1",
 		 gc->mode, name, store_errname(rc), took, err.msg);
 	if (rc != want &&
@@ -282,8 +179,7 @@ static bool garbage_op(struct store *s, const struct garbage_case *gc,
 			 said ? "said un" : "not said un");
 		return false;
 	}
-	/* bounded: request timeout 1 s, plus connects and one retry */
-	if (took > 5000) {
+	if (took > GARBAGE_BOUND_MS) {
 		tap_diag("%s: %s took %lld ms", gc->mode, name, took);
 		return false;
 	}
@@ -292,22 +188,22 @@ static bool garbage_op(struct store *s, const struct garbage_case *gc,
 
 static bool test_garbage(const struct garbage_case *gc)
 {
-	struct garbage g;
+	struct util_garbage g;
 	struct store *s;
 	bool ok = true;
 
-	if (!garbage_start(&g, gc->h2, gc->mode, 1u << 20))
+	if (!util_garbage_start(&g, gc->h2, gc->mode, 1u << 20))
 		return false;
 	s = garbage_store(&g);
 	if (!s) {
-		garbage_stop(&g);
+		util_garbage_stop(&g);
 		return false;
 	}
 	for (unsigned op = 1; op <= OP_CREATE; op <<= 1)
 		if (gc->ops & op)
-			ok = garbage_op(s, gc, op) && ok;
+			ok = garbage_op(s, &g, gc, op) && ok;
 	store_free(s);
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	return ok;
 }
 
@@ -334,21 +230,21 @@ static void on_event(void *arg, const struct store_event *ev)
 
 static size_t evlog_wait(struct evlog *l, long ms)
 {
-	long long end = now_ms() + ms;
+	long long end = util_now_ms() + ms;
 	size_t n;
 
 	for (;;) {
 		pthread_mutex_lock(&l->lock);
 		n = l->n;
 		pthread_mutex_unlock(&l->lock);
-		if (n || now_ms() >= end)
+		if (n || util_now_ms() >= end)
 			return n;
-		sleep_ms(20);
+		util_sleep_ms(20);
 	}
 }
 
 /* Watches on @g; stopping must take at most 3 s. */
-static bool watch_on(const struct garbage *g, struct evlog *log,
+static bool watch_on(const struct util_garbage *g, struct evlog *log,
 		     long wait_ms)
 {
 	struct store_error err = { 0 };
@@ -365,10 +261,12 @@ static bool watch_on(const struct garbage *g, struct evlog *log,
 		return false;
 	}
 	evlog_wait(log, wait_ms);
-	t0 = now_ms();
+	t0 = util_now_ms();
+	util_watchdog_arm(GARBAGE_HANG_MS, "store_watch_stop", &g->pid, 1);
 	store_watch_stop(w);
-	if (now_ms() - t0 > 3000) {
-		tap_diag("stopping the watch took %lld ms", now_ms() - t0);
+	util_watchdog_disarm();
+	if (util_now_ms() - t0 > 3000) {
+		tap_diag("stopping the watch took %lld ms", util_now_ms() - t0);
 		ok = false;
 	}
 	store_free(s);
@@ -379,13 +277,13 @@ static bool watch_on(const struct garbage *g, struct evlog *log,
 static bool test_garbage_watch(void)
 {
 	struct evlog log = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	struct garbage g;
+	struct util_garbage g;
 	bool ok;
 
-	if (!garbage_start(&g, true, "notproto", 0))
+	if (!util_garbage_start(&g, true, "notproto", 0))
 		return false;
 	ok = watch_on(&g, &log, 10000);
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	if (!log.n || log.first_type != STORE_EV_ERROR ||
 	    log.first_err != STORE_EBADREPLY) {
 		tap_diag("%zu events from a rubbish watch, first type %d err "
@@ -396,17 +294,17 @@ static bool test_garbage_watch(void)
 
 	memset(&log, 0, sizeof(log));
 	pthread_mutex_init(&log.lock, NULL);
-	if (!garbage_start(&g, true, "silent", 0))
+	if (!util_garbage_start(&g, true, "silent", 0))
 		return false;
 	ok = watch_on(&g, &log, 1500) && ok;
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	return ok;
 }
 
 int main(void)
 {
-	tests_dir = getenv("TESTS_DIR");
-	if (!tests_dir) {
+	util_tests_dir = getenv("TESTS_DIR");
+	if (!util_tests_dir) {
 		printf("Bail out! run with TESTS_DIR set\n");
 		return 1;
 	}

@@ -27,6 +27,7 @@
 #include "tap.h"
 #include "util.h"
 #include "ctl.h"
+#include "cases.h"
 
 /* ---- configuration ---- */
 
@@ -567,40 +568,6 @@ static bool test_list_paged_one_revision(void)
 
 /* ---- delete ---- */
 
-static bool test_delete(void)
-{
-	struct store_error err = { 0 };
-	struct store_kv prev = { 0 };
-	struct store *s = ctl_store_open("/t/del/");
-	int64_t mod, rev = 0;
-
-	CHECK(s);
-	CHECK(ctl_put("/t/del/a", "va"));
-	mod = ctl_mod("/t/del/a");
-	CHECK_RC(store_delete(s, S("a"), NULL, &prev, &rev, &err), STORE_OK);
-	CHECK(rev > mod);
-	CHECK(util_kv_is(&prev, S("a"), S("va")));
-	CHECK(prev.mod_revision == mod);
-	store_kv_release(&prev);
-	CHECK(ctl_lacks("/t/del/a"));
-	CHECK(ctl_revision() == rev);
-
-	CHECK_RC(store_delete(s, S("a"), NULL, NULL, NULL, &err),
-		 STORE_ENOTFOUND);
-	memset(&err, 0, sizeof(err));
-	CHECK_RC(store_delete(s, S("never"), NULL, &prev, NULL, &err),
-		 STORE_ENOTFOUND);
-
-	/* the right preconditions: deleted */
-	CHECK(ctl_put("/t/del/b", "vb"));
-	struct store_preconditions pre = { ctl_mod("/t/del/b"), 0 };
-	pre.create_revision = pre.mod_revision;
-	CHECK_RC(store_delete(s, S("b"), &pre, NULL, NULL, &err), STORE_OK);
-	CHECK(ctl_lacks("/t/del/b"));
-	store_free(s);
-	return true;
-}
-
 /* A delete whose precondition is stale is refused; etcd keeps the key. */
 static bool test_delete_stale_precondition(void)
 {
@@ -663,54 +630,6 @@ static bool test_delete_stale_precondition(void)
 
 /* ---- cluster ---- */
 
-static bool test_revision(void)
-{
-	struct store_error err = { 0 };
-	struct store *s = ctl_store_open("/t/rev/");
-	int64_t r0 = 0, r1 = 0;
-
-	CHECK(s);
-	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	CHECK(r0 > 0);
-	CHECK(r0 == ctl_revision());
-	CHECK(ctl_put("/t/rev/x", "1"));
-	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
-	CHECK(r1 == r0 + 1);
-	/* a write outside the prefix moves the revision all the same */
-	CHECK(ctl_put("/t/outside-rev", "1"));
-	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
-	CHECK(r1 == r0 + 2);
-	store_free(s);
-	return true;
-}
-
-static bool test_members(void)
-{
-	struct store_error err = { 0 };
-	struct store_member *m = NULL;
-	struct store *s = ctl_store_open(NULL);
-	size_t n = 0;
-	char *out, *end;
-	uint64_t id;
-
-	CHECK(s);
-	CHECK_RC(store_members(s, &m, &n, &err), STORE_OK);
-	CHECK(n == 1);
-	CHECK(m[0].name && strcmp(m[0].name, "test") == 0);
-	CHECK(m[0].n_client_urls == 1);
-	CHECK(strcmp(m[0].client_urls[0], ctl_endpoint) == 0);
-	out = util_sh_out("%s member list -w simple", ctl_cmd);
-	CHECK(out);
-	errno = 0;
-	id = strtoull(out, &end, 16);
-	CHECK(errno == 0 && end != out && *end == ',');
-	free(out);
-	CHECK(m[0].id == id);
-	store_members_free(m, n);
-	store_free(s);
-	return true;
-}
-
 int main(void)
 {
 	if (!ctl_setup())
@@ -723,9 +642,7 @@ int main(void)
 	TAP_RUN(test_prefix_isolation);
 	TAP_RUN(test_list_keys_only);
 	TAP_RUN(test_list_paged_one_revision);
-	TAP_RUN(test_delete);
 	TAP_RUN(test_delete_stale_precondition);
-	TAP_RUN(test_revision);
-	TAP_RUN(test_members);
+	CASES_RUN(cases_kv(&witness_v3));
 	return tap_done(0);
 }

@@ -38,8 +38,6 @@
 #include "util.h"
 #include "ctl.h"
 
-extern char **environ;
-
 /* ---- a refused port ---- */
 
 /* A port on 127.0.0.1 nothing listens on (connections are refused). */
@@ -62,82 +60,6 @@ static int dead_port(void)
 	return port;
 }
 
-/* ---- the garbage server ---- */
-
-struct garbage {
-	pid_t pid;
-	int port;
-	char url[64];
-};
-
-static bool garbage_start(struct garbage *g, const char *mode, size_t size)
-{
-	posix_spawn_file_actions_t fa;
-	char script[PATH_MAX], sizebuf[32], line[32];
-	const char *argv[] = { "python3", script, mode, "--size", sizebuf,
-			       "--lifetime", "300", NULL };
-	struct pollfd pfd;
-	size_t got = 0;
-	int fds[2], rc;
-	char *end;
-	long port;
-
-	memset(g, 0, sizeof(*g));
-	snprintf(script, sizeof(script), "%s/lib/garbage-server.py",
-		 util_tests_dir);
-	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return false;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	rc = posix_spawnp(&g->pid, "python3", &fa, NULL,
-			  (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc != 0) {
-		tap_diag("cannot start '%s': %s", script, strerror(rc));
-		close(fds[0]);
-		return false;
-	}
-	pfd.fd = fds[0];
-	pfd.events = POLLIN;
-	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
-		ssize_t n;
-
-		if (poll(&pfd, 1, 10000) <= 0)
-			break;
-		n = read(fds[0], line + got, sizeof(line) - 1 - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fds[0]);
-	line[got] = '\0';
-	errno = 0;
-	port = strtol(line, &end, 10);
-	if (errno || end == line || *end != '\n' || port <= 0 ||
-	    port > 65535) {
-		tap_diag("garbage server '%s' printed no port: '%s'", mode,
-			 line);
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-		g->pid = 0;
-		return false;
-	}
-	g->port = (int)port;
-	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", g->port);
-	return true;
-}
-
-static void garbage_stop(struct garbage *g)
-{
-	if (g->pid > 0) {
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-	}
-	g->pid = 0;
-}
-
 /* ---- endpoints ---- */
 
 static bool test_failover(void)
@@ -152,6 +74,7 @@ static bool test_failover(void)
 	char eps[512];
 	struct store *s;
 	long long t0;
+	int rc;
 
 	CHECK(ctl_put("/t/fo/k", "v"));
 	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d,%s",
@@ -160,7 +83,10 @@ static bool test_failover(void)
 	s = util_store_open(&cfg);
 	CHECK(s);
 	t0 = util_now_ms();
-	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_OK);
+	util_watchdog_arm(20000, "test_failover", NULL, 0);
+	rc = store_get(s, S("k"), 0, &kv, &err);
+	util_watchdog_disarm();
+	CHECK_RC(rc, STORE_OK);
 	CHECK(util_kv_is(&kv, S("k"), S("v")));
 	store_kv_release(&kv);
 	CHECK(util_now_ms() - t0 < 5000);
@@ -173,28 +99,14 @@ static bool test_failover(void)
 	return true;
 }
 
-static bool test_unreachable(void)
+/* Every kind of call on @s, whose endpoints are all dead: unreachable. */
+static bool unreachable_calls(struct store *s)
 {
-	struct store_config cfg = {
-		.api = STORE_API_V3,
-		.connect_timeout_ms = 1000,
-		.request_timeout_ms = 2000,
-	};
 	struct store_error err = { 0 };
 	struct store_kv kv = { 0 };
 	struct store_list l = { 0 };
-	struct store *s;
-	char eps[128];
-	long long t0;
 	int64_t rev;
 
-	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d",
-		 dead_port(), dead_port());
-	cfg.endpoints = eps;
-	s = util_store_open(&cfg);
-	CHECK(s);
-	util_watchdog_arm(20000, "test_unreachable", NULL, 0);
-	t0 = util_now_ms();
 	CHECK_RC(store_revision(s, &rev, &err), STORE_EUNREACHABLE);
 	memset(&err, 0, sizeof(err));
 	CHECK_RC(store_get(s, S("k"), 0, &kv, &err), STORE_EUNREACHABLE);
@@ -204,9 +116,34 @@ static bool test_unreachable(void)
 	memset(&err, 0, sizeof(err));
 	CHECK_RC(store_create(s, S("k"), S("v"), 0, NULL, &err),
 		 STORE_EUNREACHABLE);
+	return true;
+}
+
+static bool test_unreachable(void)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V3,
+		.connect_timeout_ms = 1000,
+		.request_timeout_ms = 2000,
+	};
+	struct store *s;
+	char eps[128];
+	long long t0;
+	bool ok;
+
+	snprintf(eps, sizeof(eps), "http://127.0.0.1:%d,http://127.0.0.1:%d",
+		 dead_port(), dead_port());
+	cfg.endpoints = eps;
+	s = util_store_open(&cfg);
+	CHECK(s);
+	/* a case that fails returns with the watchdog disarmed */
+	util_watchdog_arm(20000, "test_unreachable", NULL, 0);
+	t0 = util_now_ms();
+	ok = unreachable_calls(s);
 	util_watchdog_disarm();
-	CHECK(util_now_ms() - t0 < 10000);
 	store_free(s);
+	CHECK(ok);
+	CHECK(util_now_ms() - t0 < 10000);
 	return true;
 }
 
@@ -292,17 +229,17 @@ static bool test_timeout(void)
 	};
 	struct store_error err = { 0 };
 	struct store_kv kv = { 0 };
-	struct garbage g;
+	struct util_garbage g;
 	struct store *s;
 	long long t0, took;
 	int rc;
 
-	if (!garbage_start(&g, "silent", 0))
+	if (!util_garbage_start(&g, false, "silent", 0))
 		return false;
 	cfg.endpoints = g.url;
 	s = util_store_open(&cfg);
 	if (!s) {
-		garbage_stop(&g);
+		util_garbage_stop(&g);
 		return false;
 	}
 	util_watchdog_arm(10000, "test_timeout", &g.pid, 1);
@@ -311,7 +248,7 @@ static bool test_timeout(void)
 	took = util_now_ms() - t0;
 	util_watchdog_disarm();
 	store_free(s);
-	garbage_stop(&g);
+	util_garbage_stop(&g);
 	tap_diag("timed out after %lld ms", took);
 	CHECK_RC(rc, STORE_ETIMEOUT);
 	CHECK(took >= 600 && took < 4000);
@@ -351,7 +288,9 @@ static bool tls_refused(const char *what, const char *certs, const char *ep,
 	if (!s)
 		return false;
 	t0 = util_now_ms();
+	util_watchdog_arm(30000, "tls_refused", NULL, 0);
 	rc = store_create(s, S("refused"), S("x"), 0, NULL, &err);
+	util_watchdog_disarm();
 	store_free(s);
 	tap_diag("%s: %s (%lld ms): %s", what, store_errname(rc),
 		 util_now_ms() - t0, err.msg);

@@ -28,73 +28,24 @@
 #include "tap.h"
 #include "util.h"
 #include "ctl.h"
+#include "cases.h"
 
 /* ---- guaranteed_update ---- */
-
-struct upd {
-	int calls;
-	/* the call that changes the key first: 1, or -1 for every call */
-	int change_on;
-	const char *full_key;	/* for etcdctl */
-	int fail_with;		/* returned from try_update when not 0 */
-	bool same;		/* return the current value unchanged */
-	int64_t lease;		/* to return */
-	int max_calls;		/* the case's own bound (0: none) */
-	char seen[8][64];	/* the values try_update was called with */
-	bool seen_absent[8];
-};
-
-static int upd_fn(void *arg, const struct store_kv *cur,
-		  struct store_update *out)
-{
-	struct upd *u = arg;
-	int n = u->calls++;
-	char *v;
-
-	/* a store that ignores its retry bound fails the case here, not
-	 * at meson's timeout */
-	if (u->max_calls && u->calls > u->max_calls)
-		return STORE_EINTERNAL;
-	if (n < 8) {
-		if (cur)
-			snprintf(u->seen[n], sizeof(u->seen[n]), "%.*s",
-				 (int)cur->value_len, cur->value);
-		u->seen_absent[n] = cur == NULL;
-	}
-	if (u->change_on == -1 || u->change_on == n + 1) {
-		char val[32];
-
-		snprintf(val, sizeof(val), "other-%d", n + 1);
-		if (!ctl_put(u->full_key, val))
-			return STORE_EINTERNAL;
-	}
-	if (u->fail_with)
-		return u->fail_with;
-	out->lease = u->lease;
-	if (u->same) {
-		out->value = util_xmemdup(cur ? cur->value : "",
-					  cur ? cur->value_len : 0);
-		out->value_len = cur ? cur->value_len : 0;
-		return 0;
-	}
-	v = util_fmt("%.*s+u", cur ? (int)cur->value_len : 3,
-		cur ? cur->value : "new");
-	out->value = v;
-	out->value_len = strlen(v);
-	return 0;
-}
 
 static bool test_update_basic(void)
 {
 	struct store_error err = { 0 };
 	struct store_kv out = { 0 };
-	struct upd u = { .full_key = "/t/upd/a", .lease = -1 };
+	struct cases_upd u = {
+		.w = &witness_v3, .full_key = "/t/upd/a", .lease = -1,
+	};
 	struct store *s = ctl_store_open("/t/upd/");
 
 	CHECK(s);
 	CHECK(ctl_put("/t/upd/a", "v0"));
-	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1);
 	CHECK(strcmp(u.seen[0], "v0") == 0);
 	CHECK(util_kv_is(&out, S("a"), S("v0+u")));
@@ -104,17 +55,23 @@ static bool test_update_basic(void)
 	store_kv_release(&out);
 
 	/* absent and not to be created: try_update is not even asked */
-	u = (struct upd){ .full_key = "/t/upd/b", .lease = -1 };
-	CHECK_RC(store_guaranteed_update(s, S("b"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_ENOTFOUND);
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/upd/b", .lease = -1,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("b"), false, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_ENOTFOUND);
 	CHECK(u.calls == 0);
 	CHECK(ctl_lacks("/t/upd/b"));
 
 	/* absent and allowed: try_update sees NULL and creates it */
-	u = (struct upd){ .full_key = "/t/upd/b", .lease = 0 };
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/upd/b", .lease = 0,
+	};
 	memset(&err, 0, sizeof(err));
-	CHECK_RC(store_guaranteed_update(s, S("b"), true, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("b"), true, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1 && u.seen_absent[0]);
 	CHECK(util_kv_is(&out, S("b"), S("new+u")));
 	CHECK(out.version == 1);
@@ -122,75 +79,16 @@ static bool test_update_basic(void)
 	CHECK(ctl_has("/t/upd/b", "new+u"));
 
 	/* try_update's error ends it and nothing is written */
-	u = (struct upd){ .full_key = "/t/upd/a", .fail_with = STORE_EINVAL };
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/upd/a",
+		.fail_with = STORE_EINVAL,
+	};
 	int64_t mod = ctl_mod("/t/upd/a");
-	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_EINVAL);
+	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_EINVAL);
 	CHECK(u.calls == 1);
 	CHECK(ctl_mod("/t/upd/a") == mod);
-	store_free(s);
-	return true;
-}
-
-/* The key changes under the first attempt; the second one wins. */
-static bool test_update_conflict_retried(void)
-{
-	struct store_error err = { 0 };
-	struct store_kv out = { 0 };
-	struct upd u = { .full_key = "/t/updr/k", .change_on = 1, .lease = -1 };
-	struct store *s = ctl_store_open("/t/updr/");
-
-	CHECK(s);
-	CHECK(ctl_put("/t/updr/k", "v0"));
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
-	CHECK(u.calls == 2);
-	CHECK(strcmp(u.seen[0], "v0") == 0);
-	CHECK(strcmp(u.seen[1], "other-1") == 0);
-	CHECK(util_kv_is(&out, S("k"), S("other-1+u")));
-	CHECK(ctl_has("/t/updr/k", "other-1+u"));
-	CHECK(ctl_mod("/t/updr/k") == out.mod_revision);
-	store_kv_release(&out);
-	store_free(s);
-	return true;
-}
-
-/*
- * The key changes under every attempt: ECONFLICT after the bound.  Past
- * twice the bound try_update stops the update itself, so that a store
- * that retried for ever fails here within seconds.
- */
-static bool test_update_conflict_exhausted(void)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V3,
-		.endpoints = ctl_endpoint,
-		.prefix = "/t/upde/",
-		.max_update_retries = 3,
-	};
-	struct store_error err = { 0 };
-	struct upd u = {
-		.full_key = "/t/upde/k", .change_on = -1, .lease = -1,
-		.max_calls = 2 * 3,
-	};
-	struct store *s = util_store_open(&cfg);
-	char last[32];
-	int rc;
-
-	CHECK(s);
-	CHECK(ctl_put("/t/upde/k", "v0"));
-	util_watchdog_arm(60000, "test_update_conflict_exhausted", NULL, 0);
-	rc = store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn, &u,
-				     NULL, &err);
-	util_watchdog_disarm();
-	tap_diag("try_update ran %d times with max_update_retries 3", u.calls);
-	if (u.calls > u.max_calls)
-		tap_diag("the update went on past max_update_retries");
-	CHECK_RC(rc, STORE_ECONFLICT);
-	CHECK(u.calls == 3 || u.calls == 4);
-	/* etcd keeps the other writer's last value, not ours */
-	snprintf(last, sizeof(last), "other-%d", u.calls);
-	CHECK(ctl_has("/t/upde/k", last));
 	store_free(s);
 	return true;
 }
@@ -200,7 +98,10 @@ static bool test_update_noop(void)
 {
 	struct store_error err = { 0 };
 	struct store_kv out = { 0 };
-	struct upd u = { .full_key = "/t/updn/k", .same = true, .lease = -1 };
+	struct cases_upd u = {
+		.w = &witness_v3, .full_key = "/t/updn/k",
+		.same = true, .lease = -1,
+	};
 	struct store *s = ctl_store_open("/t/updn/");
 	int64_t mod, rev0, rev1;
 
@@ -208,8 +109,9 @@ static bool test_update_noop(void)
 	CHECK(ctl_put("/t/updn/k", "same"));
 	mod = ctl_mod("/t/updn/k");
 	CHECK_RC(store_revision(s, &rev0, &err), STORE_OK);
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1);
 	CHECK(util_kv_is(&out, S("k"), S("same")));
 	CHECK(out.mod_revision == mod);
@@ -217,9 +119,13 @@ static bool test_update_noop(void)
 	CHECK(ctl_mod("/t/updn/k") == mod);
 
 	/* the same lease, given explicitly, is no change either */
-	u = (struct upd){ .full_key = "/t/updn/k", .same = true, .lease = 0 };
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_OK);
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/updn/k",
+		.same = true, .lease = 0,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_OK);
 	CHECK(ctl_mod("/t/updn/k") == mod);
 	CHECK_RC(store_revision(s, &rev1, &err), STORE_OK);
 	CHECK(rev1 == rev0);
@@ -234,7 +140,9 @@ static bool test_update_preconditions(void)
 	struct store_error err = { 0 };
 	struct store_kv out = { 0 }, sugg = { 0 };
 	struct store_preconditions pre = { 0 };
-	struct upd u = { .full_key = "/t/updp/k", .lease = -1 };
+	struct cases_upd u = {
+		.w = &witness_v3, .full_key = "/t/updp/k", .lease = -1,
+	};
 	struct store *s = ctl_store_open("/t/updp/");
 	int64_t old, now;
 
@@ -247,8 +155,9 @@ static bool test_update_preconditions(void)
 
 	/* a stale precondition is not retried: it is the caller's */
 	pre.mod_revision = old;
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, &pre, NULL, upd_fn,
-					 &u, NULL, &err), STORE_EPRECONDITION);
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, &pre, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_EPRECONDITION);
 	CHECK(err.revision == now);
 	CHECK(u.calls == 0);
 	CHECK(ctl_has("/t/updp/k", "v1"));
@@ -257,14 +166,18 @@ static bool test_update_preconditions(void)
 	/* "must not exist" on a key that exists */
 	pre.mod_revision = STORE_REV_ABSENT;
 	memset(&err, 0, sizeof(err));
-	CHECK_RC(store_guaranteed_update(s, S("k"), true, &pre, NULL, upd_fn,
-					 &u, NULL, &err), STORE_EPRECONDITION);
+	CHECK_RC(store_guaranteed_update(s, S("k"), true, &pre, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_EPRECONDITION);
 	CHECK(ctl_mod("/t/updp/k") == now);
 
 	/* a stale suggestion is caught by the transaction and retried */
-	u = (struct upd){ .full_key = "/t/updp/k", .lease = -1 };
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, &sugg, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/updp/k", .lease = -1,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, &sugg,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 2);
 	CHECK(strcmp(u.seen[0], "v0") == 0);
 	CHECK(strcmp(u.seen[1], "v1") == 0);
@@ -273,10 +186,13 @@ static bool test_update_preconditions(void)
 	store_kv_release(&sugg);
 
 	/* a current suggestion and a matching precondition: one attempt */
-	u = (struct upd){ .full_key = "/t/updp/k", .lease = -1 };
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/updp/k", .lease = -1,
+	};
 	pre.mod_revision = out.mod_revision;
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, &pre, &out, upd_fn,
-					 &u, NULL, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, &pre, &out,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1);
 	CHECK(ctl_has("/t/updp/k", "v1+u+u"));
 	store_kv_release(&out);
@@ -348,7 +264,10 @@ static bool test_lease(void)
 {
 	struct store_error err = { 0 };
 	struct store_kv kv = { 0 };
-	struct upd u = { .full_key = "/t/lease/k", .same = true, .lease = -1 };
+	struct cases_upd u = {
+		.w = &witness_v3, .full_key = "/t/lease/k",
+		.same = true, .lease = -1,
+	};
 	struct store *s = ctl_store_open("/t/lease/");
 	struct ctl_kv c;
 	int64_t id = 0, short_id = 0;
@@ -374,18 +293,25 @@ static bool test_lease(void)
 	ctl_kv_release(&c);
 
 	/* -1 keeps the lease, even when the value changes */
-	u = (struct upd){ .full_key = "/t/lease/k", .lease = -1 };
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_OK);
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/lease/k", .lease = -1,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_OK);
 	CHECK(ctl_get("/t/lease/k", &c) == 1);
 	CHECK(c.lease == id);
 	CHECK(util_mem_is(c.value, c.value_len, S("leased+u")));
 	ctl_kv_release(&c);
 
 	/* the same value without the lease is a change: written, lease gone */
-	u = (struct upd){ .full_key = "/t/lease/k", .same = true, .lease = 0 };
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, NULL, &err), STORE_OK);
+	u = (struct cases_upd){
+		.w = &witness_v3, .full_key = "/t/lease/k",
+		.same = true, .lease = 0,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL,
+					 cases_upd_fn, &u, NULL, &err),
+		 STORE_OK);
 	CHECK(ctl_get("/t/lease/k", &c) == 1);
 	CHECK(c.lease == 0);
 	CHECK(c.version == 3);
@@ -411,78 +337,15 @@ static bool test_lease(void)
 	return true;
 }
 
-/* ---- threads ---- */
-
-struct racer {
-	struct store *s;
-	int id;
-	int done;
-	int failed;
-};
-
-static void *race(void *arg)
-{
-	struct racer *r = arg;
-	struct store_error err;
-
-	for (int i = 0; i < 25; i++) {
-		memset(&err, 0, sizeof(err));
-		if (store_guaranteed_update(r->s, S("counter"), true, NULL,
-					    NULL, util_incr_fn, NULL, NULL,
-					    &err) == STORE_OK)
-			r->done++;
-		else {
-			fprintf(stderr, "racer %d: %s: %s\n", r->id,
-				store_errname(err.code), err.msg);
-			r->failed++;
-		}
-	}
-	return NULL;
-}
-
-/* Concurrent read-modify-write through one store loses no update. */
-static bool test_concurrent_updates(void)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V3,
-		.endpoints = ctl_endpoint,
-		.prefix = "/t/race/",
-		.max_update_retries = 1000,
-	};
-	struct racer r[4];
-	pthread_t th[4];
-	struct store *s = util_store_open(&cfg);
-	int total = 0;
-	char want[16];
-
-	CHECK(s);
-	for (int i = 0; i < 4; i++) {
-		r[i] = (struct racer){ s, i, 0, 0 };
-		CHECK(pthread_create(&th[i], NULL, race, &r[i]) == 0);
-	}
-	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		CHECK(r[i].failed == 0);
-		total += r[i].done;
-	}
-	CHECK(total == 100);
-	snprintf(want, sizeof(want), "%d", total);
-	CHECK(ctl_has("/t/race/counter", want));
-	store_free(s);
-	return true;
-}
-
 int main(void)
 {
 	if (!ctl_setup())
 		return 1;
 	TAP_RUN(test_update_basic);
-	TAP_RUN(test_update_conflict_retried);
-	TAP_RUN(test_update_conflict_exhausted);
 	TAP_RUN(test_update_noop);
 	TAP_RUN(test_update_preconditions);
-	TAP_RUN(test_concurrent_updates);
 	TAP_RUN(test_move);
 	TAP_RUN(test_lease);
+	CASES_RUN(cases_update(&witness_v3));
 	return tap_done(0);
 }

@@ -35,6 +35,7 @@
 #include "tap.h"
 #include "util.h"
 #include "v2keys.h"
+#include "cases.h"
 
 /* ---- configuration ---- */
 
@@ -284,41 +285,6 @@ static bool test_key_or_directory(void)
 	return true;
 }
 
-static bool test_delete(void)
-{
-	struct store_error err = { 0 };
-	struct store_kv prev = { 0 };
-	struct store_preconditions pre = { 0 };
-	struct store *s = v2keys_store_open("/t/del/");
-	int64_t rev = 0, mod;
-
-	CHECK(s);
-	mod = v2keys_put("/t/del/a", "va");
-	CHECK(mod > 0);
-	CHECK_RC(store_delete(s, S("a"), NULL, &prev, &rev, &err), STORE_OK);
-	CHECK(util_kv_is(&prev, S("a"), S("va")));
-	CHECK(prev.mod_revision == mod);
-	CHECK(rev > mod);
-	store_kv_release(&prev);
-	CHECK(v2keys_lacks(S("/t/del/a")));
-	CHECK(v2keys_index() == rev);
-
-	CHECK_RC(store_delete(s, S("a"), NULL, &prev, NULL, &err),
-		 STORE_ENOTFOUND);
-	CHECK(prev.key == NULL);
-	CHECK_RC(store_delete(s, S("never/below"), NULL, NULL, NULL, &err),
-		 STORE_ENOTFOUND);
-
-	/* the right preconditions, both of them: deleted */
-	mod = v2keys_put("/t/del/b", "vb");
-	pre.mod_revision = mod;
-	pre.create_revision = mod;
-	CHECK_RC(store_delete(s, S("b"), &pre, NULL, NULL, &err), STORE_OK);
-	CHECK(v2keys_lacks(S("/t/del/b")));
-	store_free(s);
-	return true;
-}
-
 /* A delete whose precondition is stale is refused; etcd keeps the key. */
 static bool test_delete_stale_precondition(void)
 {
@@ -366,59 +332,22 @@ static bool test_delete_stale_precondition(void)
 
 /* ---- guaranteed_update ---- */
 
-struct upd {
-	int calls;
-	int change_on;		/* the call that changes the key first; -1:
-				 * every call */
-	const char *full_key;	/* for the witness */
-	int max_calls;		/* the case's own bound (0: none) */
-	char seen[8][64];	/* the values try_update was called with */
-	bool seen_absent[8];
-};
-
-static int upd_fn(void *arg, const struct store_kv *cur,
-		  struct store_update *out)
-{
-	struct upd *u = arg;
-	int n = u->calls++;
-	char other[32];
-
-	/* a store that ignores its retry bound fails the case here, not
-	 * at meson's timeout */
-	if (u->max_calls && u->calls > u->max_calls)
-		return STORE_EINTERNAL;
-	if (n < 8) {
-		if (cur)
-			snprintf(u->seen[n], sizeof(u->seen[n]), "%.*s",
-				 (int)cur->value_len, cur->value);
-		u->seen_absent[n] = cur == NULL;
-	}
-	if (u->change_on == -1 || u->change_on == n + 1) {
-		/* someone else writes first: this attempt must lose */
-		snprintf(other, sizeof(other), "other-%d", n + 1);
-		if (v2keys_put(u->full_key, other) == 0)
-			return STORE_EINTERNAL;
-	}
-	out->value = util_fmt("%.*s+u", cur ? (int)cur->value_len : 3,
-			 cur ? cur->value : "new");
-	out->value_len = strlen(out->value);
-	out->lease = -1;
-	return 0;
-}
-
 static bool test_update_basic(void)
 {
 	struct store_error err = { 0 };
 	struct store_kv out = { 0 };
-	struct upd u = { .full_key = "/t/upd/a" };
+	struct cases_upd u = {
+		.w = &witness_v2, .full_key = "/t/upd/a", .lease = -1,
+	};
 	struct store *s = v2keys_store_open("/t/upd/");
 	struct v2keys_kv w;
 	int64_t create;
 
 	CHECK(s);
 	create = v2keys_put("/t/upd/a", "v0");
-	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("a"), false, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1 && strcmp(u.seen[0], "v0") == 0);
 	CHECK(util_kv_is(&out, S("a"), S("v0+u")));
 	CHECK(v2keys_has(S("/t/upd/a"), S("v0+u")));
@@ -429,148 +358,26 @@ static bool test_update_basic(void)
 	CHECK(v2keys_get(S("/t/upd/a"), &w) == 1 && w.create == create);
 	v2keys_kv_release(&w);
 
-	u = (struct upd){ .full_key = "/t/upd/b" };
-	CHECK_RC(store_guaranteed_update(s, S("b"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_ENOTFOUND);
+	u = (struct cases_upd){
+		.w = &witness_v2, .full_key = "/t/upd/b", .lease = -1,
+	};
+	CHECK_RC(store_guaranteed_update(s, S("b"), false, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_ENOTFOUND);
 	CHECK(u.calls == 0);
 	CHECK(v2keys_lacks(S("/t/upd/b")));
 
-	u = (struct upd){ .full_key = "/t/upd/b" };
+	u = (struct cases_upd){
+		.w = &witness_v2, .full_key = "/t/upd/b", .lease = -1,
+	};
 	memset(&err, 0, sizeof(err));
-	CHECK_RC(store_guaranteed_update(s, S("b"), true, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
+	CHECK_RC(store_guaranteed_update(s, S("b"), true, NULL, NULL,
+					 cases_upd_fn, &u, &out, &err),
+		 STORE_OK);
 	CHECK(u.calls == 1 && u.seen_absent[0]);
 	CHECK(util_kv_is(&out, S("b"), S("new+u")));
 	store_kv_release(&out);
 	CHECK(v2keys_has(S("/t/upd/b"), S("new+u")));
-	store_free(s);
-	return true;
-}
-
-/* The key changes under the first attempt; the second one wins. */
-static bool test_update_conflict_retried(void)
-{
-	struct store_error err = { 0 };
-	struct store_kv out = { 0 };
-	struct upd u = { .full_key = "/t/updr/k", .change_on = 1 };
-	struct store *s = v2keys_store_open("/t/updr/");
-
-	CHECK(s);
-	CHECK(v2keys_put("/t/updr/k", "v0") > 0);
-	CHECK_RC(store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn,
-					 &u, &out, &err), STORE_OK);
-	CHECK(u.calls == 2);
-	CHECK(strcmp(u.seen[0], "v0") == 0);
-	CHECK(strcmp(u.seen[1], "other-1") == 0);
-	CHECK(util_kv_is(&out, S("k"), S("other-1+u")));
-	CHECK(v2keys_has(S("/t/updr/k"), S("other-1+u")));
-	CHECK(v2keys_mod("/t/updr/k") == out.mod_revision);
-	store_kv_release(&out);
-
-	/* created under a create attempt: the retry sees it */
-	u = (struct upd){ .full_key = "/t/updr/fresh", .change_on = 1 };
-	CHECK_RC(store_guaranteed_update(s, S("fresh"), true, NULL, NULL,
-					 upd_fn, &u, &out, &err), STORE_OK);
-	CHECK(u.calls == 2 && u.seen_absent[0] && !u.seen_absent[1]);
-	CHECK(util_kv_is(&out, S("fresh"), S("other-1+u")));
-	store_kv_release(&out);
-	CHECK(v2keys_has(S("/t/updr/fresh"), S("other-1+u")));
-	store_free(s);
-	return true;
-}
-
-/*
- * The key changes under every attempt: ECONFLICT after the bound.  Past
- * twice the bound try_update stops the update itself, so that a store
- * that retried for ever fails here within seconds.
- */
-static bool test_update_conflict_exhausted(void)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V2,
-		.endpoints = v2keys_endpoint,
-		.prefix = "/t/upde/",
-		.max_update_retries = 3,
-	};
-	struct store_error err = { 0 };
-	struct upd u = {
-		.full_key = "/t/upde/k", .change_on = -1, .max_calls = 2 * 3,
-	};
-	struct store *s = util_store_open(&cfg);
-	char last[32];
-	int rc;
-
-	CHECK(s);
-	CHECK(v2keys_put("/t/upde/k", "v0") > 0);
-	util_watchdog_arm(60000, "test_update_conflict_exhausted", NULL, 0);
-	rc = store_guaranteed_update(s, S("k"), false, NULL, NULL, upd_fn, &u,
-				     NULL, &err);
-	util_watchdog_disarm();
-	tap_diag("try_update ran %d times with max_update_retries 3", u.calls);
-	if (u.calls > u.max_calls)
-		tap_diag("the update went on past max_update_retries");
-	CHECK_RC(rc, STORE_ECONFLICT);
-	CHECK(u.calls == 3);
-	/* etcd keeps the other writer's last value, not ours */
-	snprintf(last, sizeof(last), "other-%d", u.calls);
-	CHECK(v2keys_has(S("/t/upde/k"), last, strlen(last)));
-	store_free(s);
-	return true;
-}
-
-struct racer {
-	struct store *s;
-	int done;
-	int failed;
-};
-
-static void *race(void *arg)
-{
-	struct racer *r = arg;
-	struct store_error err;
-
-	for (int i = 0; i < 25; i++) {
-		memset(&err, 0, sizeof(err));
-		if (store_guaranteed_update(r->s, S("counter"), true, NULL,
-					    NULL, util_incr_fn, NULL, NULL,
-					    &err) == STORE_OK) {
-			r->done++;
-		} else {
-			fprintf(stderr, "race: %s\n", err.msg);
-			r->failed++;
-		}
-	}
-	return NULL;
-}
-
-/* Concurrent read-modify-write through one store loses no update. */
-static bool test_concurrent_updates(void)
-{
-	struct store_config cfg = {
-		.api = STORE_API_V2,
-		.endpoints = v2keys_endpoint,
-		.prefix = "/t/race/",
-		.max_update_retries = 1000,
-	};
-	struct racer r[4];
-	pthread_t th[4];
-	struct store *s = util_store_open(&cfg);
-	int total = 0;
-	char want[16];
-
-	CHECK(s);
-	for (int i = 0; i < 4; i++) {
-		r[i] = (struct racer){ s, 0, 0 };
-		CHECK(pthread_create(&th[i], NULL, race, &r[i]) == 0);
-	}
-	for (int i = 0; i < 4; i++) {
-		pthread_join(th[i], NULL);
-		CHECK(r[i].failed == 0);
-		total += r[i].done;
-	}
-	CHECK(total == 100);
-	snprintf(want, sizeof(want), "%d", total);
-	CHECK(v2keys_has(S("/t/race/counter"), want, strlen(want)));
 	store_free(s);
 	return true;
 }
@@ -599,59 +406,6 @@ static bool test_unsupported(void)
 }
 
 /* ---- the cluster ---- */
-
-static bool test_revision(void)
-{
-	struct store_error err = { 0 };
-	struct store *s = v2keys_store_open("/t/rev/");
-	int64_t r0 = 0, r1 = 0;
-
-	CHECK(s);
-	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	CHECK(r0 > 0);
-	CHECK(r0 == v2keys_index());
-	CHECK(v2keys_put("/t/rev/x", "1") == r0 + 1);
-	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
-	CHECK(r1 == r0 + 1);
-	/* a write outside the prefix moves it all the same */
-	CHECK(v2keys_put("/t/outside-rev", "1") == r0 + 2);
-	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
-	CHECK(r1 == r0 + 2);
-	/* someone made the probe's key: the probe looks below it */
-	CHECK(v2keys_put("/t/rev/_etcdfs_revision_probe", "in the way") ==
-	      r0 + 3);
-	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
-	CHECK(r1 == r0 + 3);
-	store_free(s);
-	return true;
-}
-
-static bool test_members(void)
-{
-	struct store_error err = { 0 };
-	struct store_member *m = NULL;
-	struct store *s = v2keys_store_open(NULL);
-	size_t n = 0;
-	char *out, *end;
-	uint64_t id;
-
-	CHECK(s);
-	CHECK_RC(store_members(s, &m, &n, &err), STORE_OK);
-	CHECK(n == 1);
-	CHECK(m[0].name && strcmp(m[0].name, "test") == 0);
-	CHECK(m[0].n_client_urls == 1);
-	CHECK(strcmp(m[0].client_urls[0], v2keys_endpoint) == 0);
-	out = util_sh_out_len(NULL, "%s member list", v2keys_ctl);
-	CHECK(out);
-	errno = 0;
-	id = strtoull(out, &end, 16);
-	CHECK(errno == 0 && end != out && *end == ':');
-	free(out);
-	CHECK(m[0].id == id);
-	store_members_free(m, n);
-	store_free(s);
-	return true;
-}
 
 /* ---- other servers ---- */
 
@@ -805,17 +559,13 @@ int main(void)
 	TAP_RUN(test_odd_keys);
 	TAP_RUN(test_list);
 	TAP_RUN(test_key_or_directory);
-	TAP_RUN(test_delete);
 	TAP_RUN(test_delete_stale_precondition);
 	TAP_RUN(test_update_basic);
-	TAP_RUN(test_update_conflict_retried);
-	TAP_RUN(test_update_conflict_exhausted);
-	TAP_RUN(test_concurrent_updates);
 	TAP_RUN(test_unsupported);
-	TAP_RUN(test_revision);
-	TAP_RUN(test_members);
 	TAP_RUN(test_v2_off);
 	TAP_RUN(test_auth);
 	TAP_RUN(test_dirs);
+	CASES_RUN(cases_kv(&witness_v2));
+	CASES_RUN(cases_update(&witness_v2));
 	return tap_done(0);
 }

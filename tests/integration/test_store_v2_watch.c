@@ -31,70 +31,9 @@
 #include "tap.h"
 #include "util.h"
 #include "v2keys.h"
+#include "cases.h"
 
 /* ---- watch ---- */
-
-static bool test_watch_from_index(void)
-{
-	struct store_error err = { 0 };
-	struct store_watch *w = NULL;
-	struct util_evlog log;
-	struct store *s = v2keys_store_open("/t/w1/");
-	int64_t r0 = 0;
-	bool ok = false;
-
-	CHECK(s);
-	util_evlog_init(&log);
-	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	/* written before the watch starts: it begins at r0 + 1 all the same */
-	CHECK(v2keys_put("/t/w1/a", "1") == r0 + 1);
-	CHECK(v2keys_put("/t/w1/b", "2") == r0 + 2);
-	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, util_on_event, &log, &w,
-			     &err), STORE_OK);
-	CHECK(v2keys_put("/t/w0-outside", "x") == r0 + 3);
-	CHECK(v2keys_put("/t/w1/a", "3") == r0 + 4);
-	CHECK(v2keys_do("DELETE", "/t/w1/b", NULL));
-	CHECK_RC(store_create(s, S("c/d"), S("4"), 0, NULL, &err), STORE_OK);
-	if (util_evlog_wait(&log, 5, 10000) < 5) {
-		tap_diag("got %zu events of 5", log.n);
-		goto out;
-	}
-	util_sleep_ms(300);	/* nothing more is to come */
-	pthread_mutex_lock(&log.lock);
-	ok = log.n == 5 && !log.out_of_order &&
-	     util_ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("1")) &&
-	     util_ev_is(&log.evs[1], STORE_EV_PUT, S("b"), S("2")) &&
-	     util_ev_is(&log.evs[2], STORE_EV_PUT, S("a"), S("3")) &&
-	     util_ev_is(&log.evs[3], STORE_EV_DELETE, S("b"), NULL, 0) &&
-	     util_ev_is(&log.evs[4], STORE_EV_PUT, S("c/d"), S("4"));
-	if (ok) {
-		ok = log.evs[0].mod_revision == r0 + 1 &&
-		     log.evs[1].mod_revision == r0 + 2 &&
-		     log.evs[2].mod_revision == r0 + 4 &&
-		     log.evs[3].mod_revision == r0 + 5 &&
-		     log.evs[4].mod_revision == r0 + 6 &&
-		     log.evs[4].revision == r0 + 6;
-		if (!ok)
-			tap_diag("event revisions off from %" PRId64, r0);
-	}
-	if (ok) {
-		/* prev_kv on the overwrite and the delete */
-		ok = log.evs[2].prev_value &&
-		     util_mem_is(log.evs[2].prev_value, log.evs[2].prev_len,
-				 S("1")) &&
-		     log.evs[3].prev_value &&
-		     util_mem_is(log.evs[3].prev_value, log.evs[3].prev_len,
-				 S("2"));
-		if (!ok)
-			tap_diag("prev_kv missing");
-	}
-	pthread_mutex_unlock(&log.lock);
-out:
-	store_watch_stop(w);
-	util_evlog_release(&log);
-	store_free(s);
-	return ok;
-}
 
 /* One key, not a prefix, from now: what is written after the call. */
 static bool test_watch_one_key_from_now(void)
@@ -264,50 +203,23 @@ out:
 
 /* ---- a TCP proxy that can be cut, to lose a watch's connection ---- */
 
-static const char proxy_py[] =
-	"import socket, sys, threading\n"
-	"port, target = int(sys.argv[1]), int(sys.argv[2])\n"
-	"ls = socket.socket()\n"
-	"ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-	"ls.bind(('127.0.0.1', port))\n"
-	"ls.listen(16)\n"
-	"print(ls.getsockname()[1], flush=True)\n"
-	"def pump(a, b):\n"
-	"    try:\n"
-	"        while True:\n"
-	"            d = a.recv(65536)\n"
-	"            if not d:\n"
-	"                break\n"
-	"            b.sendall(d)\n"
-	"    except OSError:\n"
-	"        pass\n"
-	"    for s in (a, b):\n"
-	"        try:\n"
-	"            s.shutdown(socket.SHUT_RDWR)\n"
-	"        except OSError:\n"
-	"            pass\n"
-	"while True:\n"
-	"    c, _ = ls.accept()\n"
-	"    u = socket.create_connection(('127.0.0.1', target))\n"
-	"    for a, b in ((c, u), (u, c)):\n"
-	"        threading.Thread(target=pump, args=(a, b), daemon=True).start()\n";
-
 struct proxy {
 	pid_t pid;
 	int port;
 	char url[64];
 };
 
-/* Starts the proxy on @port (0: any) in front of the main etcd. */
+/* Starts tests/lib/tcp_proxy.py on @port (0: any) before the main etcd. */
 static bool proxy_start(struct proxy *p, int port)
 {
-	char sport[16], starget[16], line[32] = "";
+	char script[PATH_MAX], sport[16], starget[16], line[32] = "";
 	const char *colon = strrchr(v2keys_endpoint, ':');
 	int fds[2];
 	ssize_t n;
 
 	if (!colon || pipe(fds) != 0)
 		return false;
+	snprintf(script, sizeof(script), "%s/lib/tcp_proxy.py", util_tests_dir);
 	snprintf(sport, sizeof(sport), "%d", port);
 	snprintf(starget, sizeof(starget), "%s", colon + 1);
 	fflush(stdout);
@@ -318,7 +230,7 @@ static bool proxy_start(struct proxy *p, int port)
 		dup2(fds[1], 1);
 		close(fds[0]);
 		close(fds[1]);
-		execlp("python3", "python3", "-c", proxy_py, sport, starget,
+		execlp("python3", "python3", script, sport, starget,
 		       (char *)NULL);
 		_exit(127);
 	}
@@ -449,7 +361,7 @@ int main(void)
 {
 	if (!v2keys_setup())
 		return 1;
-	TAP_RUN(test_watch_from_index);
+	CASES_RUN(cases_watch(&witness_v2));
 	TAP_RUN(test_watch_one_key_from_now);
 	TAP_RUN(test_watch_directory_removed);
 	TAP_RUN(test_watch_cleared);

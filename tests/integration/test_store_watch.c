@@ -31,71 +31,9 @@
 #include "tap.h"
 #include "util.h"
 #include "ctl.h"
+#include "cases.h"
 
 /* ---- watch ---- */
-
-static bool test_watch_order(void)
-{
-	struct store_error err = { 0 };
-	struct store_watch *w = NULL;
-	struct util_evlog log;
-	struct store *s = ctl_store_open("/t/w1/");
-	int64_t r0 = 0;
-	bool ok = false;
-
-	CHECK(s);
-	util_evlog_init(&log);
-	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
-	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, util_on_event, &log, &w,
-			     &err), STORE_OK);
-	CHECK(ctl_put("/t/w1/a", "1"));
-	CHECK(ctl_put("/t/w1/b", "2"));
-	CHECK(ctl_put("/t/w0-outside", "x"));
-	CHECK(ctl_put("/t/w1/a", "3"));
-	CHECK(ctl_del("/t/w1/b"));
-	CHECK_RC(store_create(s, S("c/d"), S("4"), 0, NULL, &err), STORE_OK);
-	if (util_evlog_wait(&log, 5, 10000) < 5) {
-		tap_diag("got %zu events of 5", log.n);
-		goto out;
-	}
-	util_sleep_ms(200);	/* nothing more is to come */
-	pthread_mutex_lock(&log.lock);
-	ok = log.n == 5 && !log.out_of_order &&
-	     util_ev_is(&log.evs[0], STORE_EV_PUT, S("a"), S("1")) &&
-	     util_ev_is(&log.evs[1], STORE_EV_PUT, S("b"), S("2")) &&
-	     util_ev_is(&log.evs[2], STORE_EV_PUT, S("a"), S("3")) &&
-	     util_ev_is(&log.evs[3], STORE_EV_DELETE, S("b"), NULL, 0) &&
-	     util_ev_is(&log.evs[4], STORE_EV_PUT, S("c/d"), S("4"));
-	if (ok) {
-		/* revisions: consecutive but for the write outside */
-		ok = log.evs[0].mod_revision == r0 + 1 &&
-		     log.evs[1].mod_revision == r0 + 2 &&
-		     log.evs[2].mod_revision == r0 + 4 &&
-		     log.evs[3].mod_revision == r0 + 5 &&
-		     log.evs[4].mod_revision == r0 + 6;
-		if (!ok)
-			tap_diag("event revisions off from %" PRId64, r0);
-	}
-	if (ok) {
-		/* prev_kv on the overwrite and the delete */
-		ok = log.evs[2].prev_value &&
-		     util_mem_is(log.evs[2].prev_value, log.evs[2].prev_len,
-				 S("1")) &&
-		     log.evs[3].prev_value &&
-		     util_mem_is(log.evs[3].prev_value, log.evs[3].prev_len,
-				 S("2")) &&
-		     log.evs[2].version == 2 &&
-		     log.evs[2].create_revision == r0 + 1;
-		if (!ok)
-			tap_diag("prev_kv or version missing");
-	}
-	pthread_mutex_unlock(&log.lock);
-out:
-	store_watch_stop(w);
-	util_evlog_release(&log);
-	store_free(s);
-	return ok;
-}
 
 /* From a past revision: the history comes first, then live events. */
 static bool test_watch_from_past(void)
@@ -314,6 +252,50 @@ static pid_t restart_pid(const struct util_etcd *e)
 }
 
 /*
+ * Restarts @e's etcd on the same port and data and stops it (SIGSTOP)
+ * at once: a member slow to answer the next stream's request, past
+ * libcurl's one second wait for "100 Continue".  Its pid, or 0 (then
+ * e->running is false if the restart failed).
+ */
+static pid_t restart_stopped(struct util_etcd *e)
+{
+	pid_t etcd_pid;
+
+	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
+		    e->dir) != 0) {
+		e->running = false;
+		return 0;
+	}
+	etcd_pid = restart_pid(e);
+	if (etcd_pid <= 0 || kill(etcd_pid, SIGSTOP) != 0)
+		return 0;
+	return etcd_pid;
+}
+
+/*
+ * Another client puts @key = "2" once etcd is back: the watch of @r must
+ * give it as its second event, within 8 s (the watch's own limit on a
+ * stream that answers nothing is 10 s).
+ */
+static bool restart_sees_put(struct restart_log *r, struct util_etcd *e,
+			     const char *key, const char *what)
+{
+	bool ok;
+
+	CHECK(restart_put(e, key, "2"));
+	if (util_evlog_wait(&r->log, 2, 8000) < 2) {
+		tap_diag("%s: no event within 8 s of the put after the "
+			 "restart", what);
+		return false;
+	}
+	pthread_mutex_lock(&r->log.lock);
+	ok = r->log.n == 2 && !r->log.out_of_order &&
+	     util_ev_is(&r->log.evs[1], STORE_EV_PUT, S("after"), S("2"));
+	pthread_mutex_unlock(&r->log.lock);
+	return ok;
+}
+
+/*
  * etcd stops and starts again on the same port while a watch is open:
  * the watch's next stream must reach it and see another client's put.
  */
@@ -341,35 +323,26 @@ static bool restart_case(struct util_etcd *e)
 		tap_diag("no event before the restart");
 		goto out;
 	}
-	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
-		    e->dir) != 0) {
-		e->running = false;
-		goto out;
-	}
 	/*
-	 * A member that is slow to answer the new stream's request, past
-	 * libcurl's one second wait for "100 Continue", once had the stream
-	 * hang for good (its upload was paused when an HTTP/1 answer came).
+	 * A member that is slow to answer the new stream's request once had
+	 * the stream hang for good (its upload was paused when an HTTP/1
+	 * answer came).
 	 */
-	etcd_pid = restart_pid(e);
-	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
+	etcd_pid = restart_stopped(e);
+	if (!etcd_pid)
+		goto out;
 	pthread_mutex_lock(&r.log.lock);
 	r.back = true;
 	pthread_cond_broadcast(&r.log.cond);
 	pthread_mutex_unlock(&r.log.lock);
 	util_sleep_ms(1500);
 	kill(etcd_pid, SIGCONT);
-	CHECK(restart_put(e, "/t/w6/after", "2"));
-	/* the watch's own limit on a stream that answers nothing is 10 s */
-	if (util_evlog_wait(&r.log, 2, 8000) < 2) {
-		tap_diag("no event within 8 s of the put after the restart");
+	if (!restart_sees_put(&r, e, "/t/w6/after", "open watch"))
 		goto out;
-	}
 	pthread_mutex_lock(&r.log.lock);
 	errors = r.errors;
-	ok = r.log.n == 2 && !r.log.out_of_order &&
-	     util_ev_is(&r.log.evs[1], STORE_EV_PUT, S("after"), S("2"));
 	pthread_mutex_unlock(&r.log.lock);
+	ok = true;
 	if (!errors) {
 		tap_diag("the watch did not see etcd go away");
 		ok = false;
@@ -417,14 +390,9 @@ static bool restart_case_new_watch(struct util_etcd *e)
 	store_watch_stop(w);
 	w = NULL;
 	CHECK_RC(store_revision(s, &rev, &err), STORE_OK);
-	if (util_sh("'%s/lib/etcd.sh' restart '%s'", util_tests_dir,
-		    e->dir) != 0) {
-		e->running = false;
+	etcd_pid = restart_stopped(e);
+	if (!etcd_pid)
 		goto out;
-	}
-	/* past libcurl's one second wait for "100 Continue" */
-	etcd_pid = restart_pid(e);
-	CHECK(etcd_pid > 0 && kill(etcd_pid, SIGSTOP) == 0);
 	if (store_watch(s, "", 0, true, rev + 1, restart_on_event, &r, &w,
 			&err) != STORE_OK) {
 		kill(etcd_pid, SIGCONT);
@@ -433,16 +401,7 @@ static bool restart_case_new_watch(struct util_etcd *e)
 	}
 	util_sleep_ms(1500);
 	kill(etcd_pid, SIGCONT);
-	CHECK(restart_put(e, "/t/w7/after", "2"));
-	if (util_evlog_wait(&r.log, 2, 8000) < 2) {
-		tap_diag("new watch: no event within 8 s of the put after "
-			 "the restart");
-		goto out;
-	}
-	pthread_mutex_lock(&r.log.lock);
-	ok = r.log.n == 2 && !r.log.out_of_order &&
-	     util_ev_is(&r.log.evs[1], STORE_EV_PUT, S("after"), S("2"));
-	pthread_mutex_unlock(&r.log.lock);
+	ok = restart_sees_put(&r, e, "/t/w7/after", "new watch");
 out:
 	store_watch_stop(w);
 	util_evlog_release(&r.log);
@@ -469,7 +428,7 @@ int main(void)
 {
 	if (!ctl_setup())
 		return 1;
-	TAP_RUN(test_watch_order);
+	CASES_RUN(cases_watch(&witness_v3));
 	TAP_RUN(test_watch_from_past);
 	TAP_RUN(test_watch_one_key_from_now);
 	TAP_RUN(test_watch_prefix_isolation);

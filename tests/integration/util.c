@@ -5,9 +5,12 @@
 #define _GNU_SOURCE /* vasprintf */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,8 @@
 #include "store.h"
 #include "tap.h"
 #include "util.h"
+
+extern char **environ;
 
 const char *util_tests_dir;
 const char *util_scratch;
@@ -103,17 +108,18 @@ int util_sh(const char *f, ...)
 	return WEXITSTATUS(st);
 }
 
-char *util_sh_out(const char *f, ...)
+/*
+ * Runs @cmd (freed here) in a shell and returns what it printed
+ * (malloc()ed, NUL-terminated, its length in *@len_out if not NULL), or
+ * NULL if it could not start or did not exit with 0.
+ */
+static char *sh_capture(char *cmd, size_t *len_out)
 {
-	va_list ap;
-	char *cmd, *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0, cap = 0, n;
 	FILE *p;
 	int st;
 
-	va_start(ap, f);
-	cmd = util_vfmt(f, ap);
-	va_end(ap);
 	fflush(stdout);
 	p = popen(cmd, "r");
 	if (!p) {
@@ -142,7 +148,20 @@ char *util_sh_out(const char *f, ...)
 		return NULL;
 	}
 	free(cmd);
+	if (len_out)
+		*len_out = len;
 	return buf;
+}
+
+char *util_sh_out(const char *f, ...)
+{
+	va_list ap;
+	char *cmd;
+
+	va_start(ap, f);
+	cmd = util_vfmt(f, ap);
+	va_end(ap);
+	return sh_capture(cmd, NULL);
 }
 
 int util_run(char *out, size_t size, const char *f, ...)
@@ -551,45 +570,102 @@ bool util_ev_is(const struct util_ev *e, enum store_event_type type,
 char *util_sh_out_len(size_t *len_out, const char *f, ...)
 {
 	va_list ap;
-	char *cmd, *buf = NULL;
-	size_t len = 0, cap = 0, n;
-	FILE *p;
-	int st;
+	char *cmd;
 
 	va_start(ap, f);
 	cmd = util_vfmt(f, ap);
 	va_end(ap);
-	fflush(stdout);
-	p = popen(cmd, "r");
-	if (!p) {
-		tap_diag("popen failed: %s", cmd);
-		free(cmd);
-		return NULL;
-	}
-	for (;;) {
-		if (cap - len < 65536) {
-			cap = cap ? cap * 2 : 65536 * 2;
-			buf = realloc(buf, cap);
-			if (!buf)
-				abort();
-		}
-		n = fread(buf + len, 1, cap - len - 1, p);
-		if (n == 0)
+	return sh_capture(cmd, len_out);
+}
+
+/* ---- the garbage servers ---- */
+
+/* Reads the port the server prints on its first line; 0 on failure. */
+static long garbage_port(int fd)
+{
+	char line[32];
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	size_t got = 0;
+	char *end;
+	long port;
+
+	while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
+		ssize_t n;
+
+		if (poll(&pfd, 1, 10000) <= 0)
 			break;
-		len += n;
+		n = read(fd, line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
 	}
-	buf[len] = '\0';
-	st = pclose(p);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		tap_diag("command failed (%d): %s", st, cmd);
-		free(cmd);
-		free(buf);
-		return NULL;
+	line[got] = '\0';
+	errno = 0;
+	port = strtol(line, &end, 10);
+	if (errno || end == line || *end != '\n' || port <= 0 || port > 65535)
+		return 0;
+	return port;
+}
+
+bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
+			size_t size)
+{
+	posix_spawn_file_actions_t fa;
+	char script[PATH_MAX], sizebuf[32];
+	const char *argv[8];
+	int fds[2], rc, i = 0;
+	long port;
+
+	memset(g, 0, sizeof(*g));
+	snprintf(script, sizeof(script), "%s/lib/%s", util_tests_dir,
+		 h2 ? "grpc-garbage-server.py" : "garbage-server.py");
+	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
+	/* the HTTP/2 one by its own #! line: the python3 that has h2 */
+	if (!h2)
+		argv[i++] = "python3";
+	argv[i++] = script;
+	argv[i++] = mode;
+	argv[i++] = "--size";
+	argv[i++] = sizebuf;
+	argv[i++] = "--lifetime";
+	argv[i++] = "300";
+	argv[i] = NULL;
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return false;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		tap_diag("cannot start '%s': %s", script, strerror(rc));
+		close(fds[0]);
+		g->pid = 0;
+		return false;
 	}
-	free(cmd);
-	if (len_out)
-		*len_out = len;
-	return buf;
+	port = garbage_port(fds[0]);
+	close(fds[0]);
+	if (!port) {
+		tap_diag("garbage server '%s %s' printed no port", script,
+			 mode);
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+		g->pid = 0;
+		return false;
+	}
+	g->port = (int)port;
+	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
+	return true;
+}
+
+void util_garbage_stop(struct util_garbage *g)
+{
+	if (g->pid > 0) {
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+	}
+	g->pid = 0;
 }
 
 /* ---- the watchdog ---- */
@@ -634,6 +710,8 @@ void util_watchdog_arm(long ms, const char *what, const pid_t *pids,
 	pthread_condattr_t ca;
 	sigset_t all, old;
 
+	/* one at a time: a case that returned past its disarm ends here */
+	util_watchdog_disarm();
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&wd.cond, &ca);

@@ -63,6 +63,23 @@ void util_watchdog_arm(long ms, const char *what, const pid_t *pids,
 		       size_t n);
 void util_watchdog_disarm(void);
 
+/*
+ * A server of rubbish on 127.0.0.1 for the cases of a hostile peer:
+ * tests/lib/grpc-garbage-server.py (@h2, HTTP/2) or garbage-server.py
+ * (HTTP/1 and not HTTP at all), answering in @mode, with a message over
+ * @size bytes where the mode makes one (0: 1 MiB).  It ends by itself
+ * after 300 s; util_garbage_stop() ends it by pid at once.
+ */
+struct util_garbage {
+	pid_t pid;
+	int port;
+	char url[64];
+};
+
+bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
+			size_t size);
+void util_garbage_stop(struct util_garbage *g);
+
 #define UTIL_MAX_MEMBERS 5
 
 struct util_cluster {

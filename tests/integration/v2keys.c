@@ -8,6 +8,7 @@
  * What it cannot do: witness the v3 key space (tests/integration/ctl.c),
  * or an etcd other than the one tests/lib/with-etcd started.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cases.h"
 #include "store.h"
 #include "tap.h"
 #include "util.h"
@@ -265,7 +267,7 @@ struct store *v2keys_store_open(const char *prefix)
 
 bool v2keys_setup(void)
 {
-	v2keys_endpoint = getenv("ETCDFS_TEST_ENDPOINTS");
+	v2keys_endpoint = witness_v2.endpoint = getenv("ETCDFS_TEST_ENDPOINTS");
 	util_tests_dir = getenv("TESTS_DIR");
 	util_scratch = getenv("ETCDFS_TEST_DIR");
 	if (!v2keys_endpoint || !*v2keys_endpoint || !util_tests_dir ||
@@ -287,3 +289,52 @@ bool v2keys_setup(void)
 	}
 	return true;
 }
+
+/* ---- the witness of the shared cases (cases.h) ---- */
+
+static bool v2keys_del(const char *key)
+{
+	return v2keys_do("DELETE", key, NULL);
+}
+
+static bool v2keys_has_str(const char *key, const char *value)
+{
+	return v2keys_has(key, strlen(key), value, strlen(value));
+}
+
+static bool v2keys_lacks_str(const char *key)
+{
+	return v2keys_lacks(key, strlen(key));
+}
+
+/* The one member's ID, from etcdctl's v2 "member list" (hex, then ':'). */
+static uint64_t v2keys_member_id(void)
+{
+	char *out = util_sh_out("%s member list", v2keys_ctl), *end;
+	uint64_t id;
+
+	if (!out)
+		return 0;
+	errno = 0;
+	id = strtoull(out, &end, 16);
+	if (errno || end == out || *end != ':')
+		id = 0;
+	free(out);
+	return id;
+}
+
+struct witness witness_v2 = {
+	.api = STORE_API_V2,
+	.open = v2keys_store_open,
+	.put = v2keys_put,
+	.del = v2keys_del,
+	.has = v2keys_has_str,
+	.lacks = v2keys_lacks_str,
+	.mod = v2keys_mod,
+	.revision = v2keys_index,
+	.member_id = v2keys_member_id,
+	.exhausted_calls_min = 3,
+	.exhausted_calls_max = 3,
+	.ev_revision = true,
+	.watch_history_early = true,
+};

@@ -349,20 +349,15 @@ start_auth_etcd()
 }
 
 # start_silent_server: a TCP server on 127.0.0.1 that accepts connections
-# and never reads or answers; sets SILENT_PORT.  teardown stops it.  (Not
-# in $(...): its pid must reach OTHER_PIDS.)
+# and never reads or answers (tests/lib/silent_server.py); sets
+# SILENT_PORT.  teardown stops it.  (Not in $(...): its pid must reach
+# OTHER_PIDS.)
 start_silent_server()
 {
 	local i
 
-	python3 -c '
-import socket, sys, time
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(16)
-print(s.getsockname()[1], flush=True)
-time.sleep(600)
-' >"$BATS_TEST_TMPDIR/silent-port" 3>&- &
+	python3 "$TESTS_DIR/lib/silent_server.py" \
+		>"$BATS_TEST_TMPDIR/silent-port" 3>&- &
 	OTHER_PIDS+=($!)
 	for ((i = 0; i < 100; i++)); do
 		[[ -s $BATS_TEST_TMPDIR/silent-port ]] && break

@@ -26,12 +26,10 @@
 #   silent       reads the request and never answers
 #   close        closes each connection as soon as it is accepted
 
-import argparse
-import os
-import signal
-import socket
 import sys
 import threading
+
+import garbage_main
 
 HEADER = '{"header":{"cluster_id":"1","member_id":"2","revision":"5",' \
          '"raft_term":"2"}'
@@ -144,34 +142,10 @@ def serve(conn, mode, size, stop):
 
 
 def main():
-    ap = argparse.ArgumentParser(description='a hostile HTTP server')
-    ap.add_argument('mode', choices=MODES)
-    ap.add_argument('--size', type=int, default=1 << 20)
-    ap.add_argument('--lifetime', type=float, default=900)
-    args = ap.parse_args()
+    stop = threading.Event()     # never set: a silent serve() waits on it
 
-    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
-    signal.signal(signal.SIGINT, lambda *a: os._exit(0))
-    timer = threading.Timer(args.lifetime, lambda: os._exit(0))
-    timer.daemon = True
-    timer.start()
-
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(('127.0.0.1', 0))
-    srv.listen(64)
-    print(srv.getsockname()[1], flush=True)
-
-    stop = threading.Event()
-    while True:
-        conn, _ = srv.accept()
-        if args.mode == 'close':
-            conn.close()
-            continue
-        t = threading.Thread(target=serve,
-                             args=(conn, args.mode, args.size, stop),
-                             daemon=True)
-        t.start()
+    garbage_main.run('a hostile HTTP server', MODES,
+                     lambda conn, mode, size: serve(conn, mode, size, stop))
 
 
 if __name__ == '__main__':

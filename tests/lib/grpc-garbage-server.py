@@ -32,17 +32,14 @@
 #                that died after it may have applied it)
 #   close        closes each connection as soon as it is accepted
 
-import argparse
-import os
-import signal
-import socket
 import struct
 import sys
-import threading
 
 import h2.config
 import h2.connection
 import h2.events
+
+import garbage_main
 
 
 def varint(n):
@@ -210,31 +207,7 @@ def serve(sock, mode, size):
 
 
 def main():
-    ap = argparse.ArgumentParser(description='a hostile gRPC server')
-    ap.add_argument('mode', choices=MODES)
-    ap.add_argument('--size', type=int, default=1 << 20)
-    ap.add_argument('--lifetime', type=float, default=900)
-    args = ap.parse_args()
-
-    signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
-    signal.signal(signal.SIGINT, lambda *a: os._exit(0))
-    timer = threading.Timer(args.lifetime, lambda: os._exit(0))
-    timer.daemon = True
-    timer.start()
-
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(('127.0.0.1', 0))
-    srv.listen(64)
-    print(srv.getsockname()[1], flush=True)
-
-    while True:
-        conn, _ = srv.accept()
-        if args.mode == 'close':
-            conn.close()
-            continue
-        threading.Thread(target=serve, args=(conn, args.mode, args.size),
-                         daemon=True).start()
+    garbage_main.run('a hostile gRPC server', MODES, serve)
 
 
 if __name__ == '__main__':

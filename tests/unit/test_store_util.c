@@ -256,24 +256,32 @@ static bool test_new_bad_endpoints(void)
 	return true;
 }
 
-/* Forms of endpoints that are fine, and what they become. */
-static bool new_endpoint_is(const char *list, const char *want)
+/* Forms of endpoints that are fine, and what @cfg's become. */
+static bool new_cfg_endpoint_is(const struct store_config *cfg,
+				const char *want)
 {
-	struct store_config cfg = { .api = STORE_API_V3, .endpoints = list };
 	struct store_error err;
 	struct store *s;
 	bool ok;
 
-	s = store_new(&cfg, &err);
+	s = store_new(cfg, &err);
 	if (!s) {
-		tap_diag("'%s' refused: %s", list, err.msg);
+		tap_diag("'%s' refused: %s", cfg->endpoints, err.msg);
 		return false;
 	}
 	ok = strcmp(store_endpoint(s), want) == 0;
 	if (!ok)
-		tap_diag("'%s' became '%s'", list, store_endpoint(s));
+		tap_diag("'%s' became '%s'", cfg->endpoints,
+			 store_endpoint(s));
 	store_free(s);
 	return ok;
+}
+
+static bool new_endpoint_is(const char *list, const char *want)
+{
+	struct store_config cfg = { .api = STORE_API_V3, .endpoints = list };
+
+	return new_cfg_endpoint_is(&cfg, want);
 }
 
 /* As new_endpoint_is, with insecure_skip_tls_verify (no file to check). */
@@ -284,20 +292,8 @@ static bool new_tls_endpoint_is(const char *list, const char *want)
 		.endpoints = list,
 		.insecure_skip_tls_verify = true,
 	};
-	struct store_error err;
-	struct store *s;
-	bool ok;
 
-	s = store_new(&cfg, &err);
-	if (!s) {
-		tap_diag("'%s' refused: %s", list, err.msg);
-		return false;
-	}
-	ok = strcmp(store_endpoint(s), want) == 0;
-	if (!ok)
-		tap_diag("'%s' became '%s'", list, store_endpoint(s));
-	store_free(s);
-	return ok;
+	return new_cfg_endpoint_is(&cfg, want);
 }
 
 static bool test_new_good_endpoints(void)
