@@ -16,6 +16,7 @@
  *                    one event per request, resumed at modifiedIndex + 1
  *   revision         etcd's index: the "index" of the not-found error a
  *                    quorum GET of an absent key gets (see e2_probe)
+ *   status           the database's gauges in GET /metrics
  *
  * What it cannot do, because v2 cannot:
  * - keys that are not clean UTF-8 paths (etcd2_codec_key_ok): writes of
@@ -40,6 +41,7 @@
  * Threads: any number of threads may call in at once; a watch has a
  * thread of its own.  Lock order: only a watch's lock, taken alone.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -804,11 +806,69 @@ static int e2_members(struct store *s, struct store_member **members,
 	return 0;
 }
 
+/*
+ * The value of the gauge @name in the Prometheus text @body ("NAME VALUE"
+ * lines, '#' comments), or -1 if it is not there or not a size.
+ */
+static int64_t e2_gauge(const char *body, const char *name)
+{
+	size_t nlen = strlen(name);
+	const char *p;
+	char *end;
+	double v;
+
+	for (p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, name, nlen) != 0 || p[nlen] != ' ')
+			continue;
+		errno = 0;
+		v = strtod(p + nlen + 1, &end);
+		if (errno || end == p + nlen + 1 || (*end && *end != '\n') ||
+		    !(v >= 0 && v < 9.2e18))
+			return -1;
+		return (int64_t)v;
+	}
+	return -1;
+}
+
+/*
+ * v2 has no status call: the member's /metrics has the size of its
+ * database (where the v3 key space lives; v2 keys are in memory and in
+ * the snapshots).  v2 writes are never refused for space.
+ */
+static int e2_status(struct store *s, struct store_status *out,
+		     struct store_error *err)
+{
+	struct transport_reply tr = { 0 };
+	int rc;
+
+	rc = transport_request(s->tr, "GET", "/metrics", NULL, NULL, 0, &tr,
+			       err);
+	if (rc < 0)
+		return rc;
+	if (tr.status != 200) {
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				"/metrics: http %ld", tr.status);
+		goto out;
+	}
+	out->db_size = e2_gauge(tr.body, "etcd_mvcc_db_total_size_in_bytes");
+	out->db_size_in_use =
+		e2_gauge(tr.body, "etcd_mvcc_db_total_size_in_use_in_bytes");
+	if (out->db_size < 0)
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0, "/metrics: "
+				"no etcd_mvcc_db_total_size_in_bytes");
+	if (out->db_size_in_use < 0)
+		out->db_size_in_use = 0;
+out:
+	transport_reply_release(&tr);
+	return rc;
+}
+
 const struct store_backend store_etcd2_backend = {
 	.name = "etcd2",
 	.init = e2_init,
 	.release = e2_release,
 	.revision = e2_revision,
+	.status = e2_status,
 	.get = e2_get,
 	.range = e2_range,
 	.cas = e2_cas,

@@ -3,7 +3,7 @@
  *
  * Every operation is one unary call through grpc_transport.c, built and
  * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant,
- * Cluster/MemberList.  Writes are transactions whose failure branch reads
+ * Cluster/MemberList, Maintenance/Status.  Writes are transactions whose failure branch reads
  * the keys they compared, so a lost race answers with the state that won
  * it.  Watches are in etcd3_grpc_watch.c.
  *
@@ -687,11 +687,38 @@ static int g_members(struct store *s, struct store_member **members,
 	return 0;
 }
 
+static int g_status(struct store *s, struct store_status *out,
+		    struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Maintenance/Status";
+	struct grpc_reply reply;
+	struct store_error e = { 0 };
+	struct etcd3pb_status st;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	req = etcd3pb_req_status(&len);
+	rc = g_call(s, path, req, len, NULL, 0, G_READ, &reply, err);
+	if (rc < 0)
+		return rc;
+	rc = etcd3pb_decode_status(reply.msg, reply.len, &st, &e);
+	grpc_reply_release(&reply);
+	if (rc < 0)
+		return g_decode_fail(err, &e, path, NULL, 0);
+	out->db_size = st.db_size;
+	out->db_size_in_use = st.db_size_in_use;
+	/* each alarm is "memberID:N alarm:NOSPACE" in the errors */
+	out->nospace = strstr(st.errors, "NOSPACE") != NULL;
+	return 0;
+}
+
 const struct store_backend store_etcd3_backend = {
 	.name = "etcd3",
 	.init = g_init,
 	.release = g_release,
 	.revision = etcd3g_revision,
+	.status = g_status,
 	.get = g_get,
 	.range = g_range,
 	.cas = g_cas,

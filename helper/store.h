@@ -116,6 +116,28 @@ const char *store_endpoint(struct store *s);
 /* The cluster's current revision, by a cheap linearizable request. */
 int store_revision(struct store *s, int64_t *rev, struct store_error *err);
 
+/*
+ * What the member the store talks to says of its space.  db_size is the
+ * size of its database file (etcd's dbSize), which counts against the
+ * cluster's quota (--quota-backend-bytes); db_size_in_use is the part of
+ * it in use (0: not known; a defragment gives the rest back).  nospace:
+ * the member reports the NOSPACE alarm, under which etcd refuses every
+ * v3 write until an operator frees space and disarms it.  etcd 3.4 and
+ * 3.5 do not say what their quota is.
+ */
+struct store_status {
+	int64_t db_size;
+	int64_t db_size_in_use;
+	bool nospace;
+};
+
+/*
+ * Asks the member in use for its status (v3: Maintenance/Status; v2:
+ * the gauges of its /metrics, which the v2 API has no call for).
+ */
+int store_status(struct store *s, struct store_status *out,
+		 struct store_error *err);
+
 /* Reads one key into @out (released by the caller).  ENOTFOUND if absent. */
 int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,
 	      struct store_kv *out, struct store_error *err);

@@ -27,6 +27,9 @@ struct store_backend {
 	void (*release)(struct store *s);
 
 	int (*revision)(struct store *s, int64_t *rev, struct store_error *err);
+	/* See store_status(); may be NULL (ENOTSUP). */
+	int (*status)(struct store *s, struct store_status *out,
+		      struct store_error *err);
 
 	/* Reads one key; ENOTFOUND if absent. */
 	int (*get)(struct store *s, const char *key, size_t key_len,
