@@ -10,7 +10,7 @@
  *
  * Files (open, read) are in file.c, writes and commits in commit.c,
  * setattr in attr.c, unlink and rename in move.c, extended attributes and
- * pins in xattr.c, the tree itself in node.c.
+ * pins in xattr.c, statfs in statfs.c, the tree itself in node.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
  * renaming a directory that holds keys (EXDEV: mv copies instead).
@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "fs_i.h"
@@ -53,6 +52,7 @@ int fs_errno(int err)
 	case STORE_ENOTSUP:
 		return ENOTSUP;
 	case STORE_ENOSPC:
+		fs_space_full();	/* logged once: why, and what to do */
 		return ENOSPC;
 	case STORE_EINTERNAL:
 		return ENOMEM;
@@ -219,6 +219,7 @@ static void fs_destroy(void *userdata)
 	for (i = 0; i < nold; i++)
 		store_watch_stop(old[i]);
 	echo_stop(fs);
+	fs_space_free(fs);
 }
 
 /* As lookup_key, for the directory (dir, name): the keys below it. */
@@ -811,24 +812,6 @@ out:
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_err(req, err);
 	fs_send_invals(fs, &inv);
-}
-
-static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
-{
-	struct fs *fs = fs_of(req);
-	struct statvfs sv = { 0 };
-
-	pthread_mutex_lock(&fs->lock);
-	sv.f_files = fs->nnodes;
-	pthread_mutex_unlock(&fs->lock);
-	sv.f_bsize = 4096;
-	sv.f_frsize = 4096;
-	/* etcd's quota is not ours to know; say there is room */
-	sv.f_blocks = 2u << 20;
-	sv.f_bfree = sv.f_bavail = 1u << 20;
-	sv.f_ffree = sv.f_favail = 1u << 20;
-	sv.f_namemax = 255;
-	fuse_reply_statfs(req, &sv);
 }
 
 static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,

@@ -34,6 +34,8 @@ struct fs_config {
 	bool nowatch;		/* no watch: list on opendir, read on open */
 	bool quorum;		/* each open reads the key linearizably */
 	size_t value_budget;	/* bytes of values held in memory; 0: all */
+	size_t quota;		/* statfs's size; 0: etcd's default, 2 GiB */
+	long request_timeout_ms;	/* the store's: statfs waits no more */
 };
 
 struct fs;

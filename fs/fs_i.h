@@ -294,6 +294,7 @@ struct fs {
 	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
+	struct fs_space *space;		/* statfs.c's; protected by lock */
 };
 
 /* fs.c */
@@ -550,6 +551,13 @@ int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
 	       int64_t rev);
 /* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
+
+/* statfs.c */
+void fs_statfs(fuse_req_t req, fuse_ino_t ino);
+/* Logs etcd's NOSPACE alarm, once until etcd has room again. */
+void fs_space_full(void);
+/* Stops the thread that asks etcd for its space; at destroy. */
+void fs_space_free(struct fs *fs);
 
 /* xattr.c */
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -178,6 +178,7 @@ static int connect_cluster(struct opts *o, struct store **store,
 		 (long long)rev);
 
 	o->fs.store = *store;
+	o->fs.request_timeout_ms = o->store.request_timeout_ms;
 	*fs = fs_new(&o->fs);
 	if (!*fs) {
 		fuse_log(FUSE_LOG_ERR, "etcdfs: out of memory\n");

@@ -151,6 +151,10 @@ const struct opts_row opts_rows[] = {
 	  .help = "hold at most SIZE bytes of values in memory\n"
 		  "(K, M, G: KiB, MiB, GiB); the others are read\n"
 		  "again when opened (default: hold them all)" },
+	{ SIZE("quota=", fs.quota), .usage = "quota=SIZE",
+	  .help = "the size df shows: etcd's --quota-backend-bytes\n"
+		  "(K, M, G; default: 2G, etcd's default); used is\n"
+		  "the size of etcd's database" },
 	{ FILE_("logfile=", logfile), .usage = "logfile=FILE", .create = true,
 	  .help = "append messages to FILE rather than to stderr\n"
 		  "or (in the background) syslog" },
