@@ -173,7 +173,6 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
 	struct store_error err = { 0 };
-	int64_t from;
 
 	/*
 	 * Without atomic O_TRUNC the kernel truncates with a setattr right
@@ -184,9 +183,20 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* writes must reach us with the writer's pid, and one per write(2) */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (fs->cfg.delay_connect && !fs->loaded) {
+		fs_connect_start(fs);	/* which goes live once loaded */
+		return;
+	}
 	if (!fs->loaded && fs_load(fs, &err))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot list the keys: %s\n",
 			 err.msg);
+	fs_go_live(fs);
+}
+
+void fs_go_live(struct fs *fs)
+{
+	int64_t from;
+
 	if (fs->cfg.nowatch)
 		return;
 	if (fs->se && fs->cfg.mountpoint && echo_start(fs))
@@ -204,6 +214,8 @@ static void fs_destroy(void *userdata)
 	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
 	size_t i, nold;
 
+	/* delay_connect's thread may be starting the watch: it goes first */
+	fs_connect_stop(fs);
 	/* taken under the lock: a relist may be replacing the watch */
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
@@ -868,7 +880,7 @@ static const struct fuse_lowlevel_ops ops = {
 
 const struct fuse_lowlevel_ops *fs_ops(void)
 {
-	return &ops;
+	return fs_gate_ops(&ops);	/* counted, traced, gated */
 }
 
 struct fs *fs_new(const struct fs_config *cfg)
@@ -903,6 +915,8 @@ struct fs *fs_new(const struct fs_config *cfg)
 	fs->next_ino = FUSE_ROOT_ID;
 	fs_now(&fs->mounted);
 	fs->root->mtime = fs->mounted;
+	if (fs_gate_new(fs))
+		goto err;
 	return fs;
 err:
 	if (fs->root) {
@@ -952,6 +966,7 @@ void fs_free(struct fs *fs)
 	own_changes_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
+	fs_gate_free(fs);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);
 	pthread_mutex_destroy(&fs->echo_lock);

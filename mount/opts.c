@@ -107,6 +107,12 @@ const struct opts_row opts_rows[] = {
 	  .help = "do not watch the cluster: a directory is\n"
 		  "listed again when opened, a file read again\n"
 		  "when opened" },
+	{ FLAG("delay_connect", fs.delay_connect, true),
+	  .usage = "delay_connect",
+	  .help = "mount at once, even while etcd is down: until\n"
+		  "etcd answers, every operation fails with\n"
+		  "ENOTCONN and the mount keeps trying (default:\n"
+		  "fail at once if etcd does not answer)" },
 	{ MS("connect_timeout=", store.connect_timeout_ms),
 	  .env = "ETCDCTL_DIAL_TIMEOUT", .usage = "connect_timeout=TIME",
 	  .help = "give up connecting after TIME: milliseconds or\n"
