@@ -114,19 +114,27 @@ static int e2_call(struct store *s, const char *method, const char *key,
 {
 	struct transport_reply tr = { 0 };
 	struct store_error ce = { 0 };
+	char what[32];
+	int64_t start;
 	char *path;
-	int rc;
+	int rc, trc;
 
 	memset(r, 0, sizeof(*r));
 	path = etcd2_codec_path(key, key_len, query);
 	if (!path)
 		return e2_nomem(err, key, key_len);
-	rc = transport_request(s->tr, method, path, body ? E2_FORM : NULL,
-			       body, body_len, &tr, err);
+	start = store_now_us();
+	trc = transport_request(s->tr, method, path, body ? E2_FORM : NULL,
+				body, body_len, &tr, err);
+	rc = trc < 0 ? trc :
+	     etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
+	snprintf(what, sizeof(what), "%s /v2/keys", method);
+	store_note(s, strcmp(method, "GET") ? STORE_REQ_WRITE :
+		   STORE_REQ_READ, what, key, key_len, rc, start,
+		   rc == STORE_EUNREACHABLE ? 0 : body_len, tr.len);
 	free(path);
-	if (rc < 0)
+	if (trc < 0)
 		return e2_rekey(err, rc, key, key_len);
-	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
 	transport_reply_release(&tr);
 	if (rc < 0)
 		store_fail(err, rc, key, key_len, 0, "%s", ce.msg);
@@ -340,7 +348,11 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 				"recursive=true");
 	if (!path)
 		return e2_nomem(err, key, dir_len);
+	int64_t start = store_now_us();
+
 	rc = transport_request(s->tr, "GET", path, NULL, NULL, 0, &tr, err);
+	store_note(s, STORE_REQ_READ, "GET /v2/keys?recursive", key, dir_len,
+		   rc, start, 0, tr.len);
 	free(path);
 	if (rc < 0)
 		return e2_rekey(err, rc, key, dir_len);
@@ -638,6 +650,7 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	char query[80];
 	struct store_error ce = { 0 };
 	long status = 0;
+	int64_t start;
 	char *path;
 	int rc;
 
@@ -650,8 +663,11 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	}
 	ew->len = 0;
 	ew->over = false;
+	start = store_now_us();
 	rc = transport_stream(ew->s->tr, "GET", path, NULL, NULL, 0,
 			      e2_watch_data, ew, &ew->t.stop, &status, &err);
+	store_note(ew->s, STORE_REQ_WATCH, "GET /v2/keys?wait", ew->wait_key,
+		   ew->wait_key_len, rc, start, 0, ew->len);
 	free(path);
 	if (thread_stopping(&ew->t))
 		return false;
@@ -790,8 +806,12 @@ static int e2_members(struct store *s, struct store_member **members,
 
 	*members = NULL;
 	*n = 0;
+	int64_t start = store_now_us();
+
 	rc = transport_request(s->tr, "GET", "/v2/members", NULL, NULL, 0, &tr,
 			       err);
+	store_note(s, STORE_REQ_MEMBERS, "GET /v2/members", NULL, 0, rc,
+		   start, 0, tr.len);
 	if (rc < 0)
 		return rc;
 	if (tr.status >= 200 && tr.status < 300) {
@@ -841,8 +861,12 @@ static int e2_status(struct store *s, struct store_status *out,
 	struct transport_reply tr = { 0 };
 	int rc;
 
+	int64_t start = store_now_us();
+
 	rc = transport_request(s->tr, "GET", "/metrics", NULL, NULL, 0, &tr,
 			       err);
+	store_note(s, STORE_REQ_STATUS, "GET /metrics", NULL, 0, rc, start, 0,
+		   tr.len);
 	if (rc < 0)
 		return rc;
 	if (tr.status != 200) {

@@ -60,6 +60,20 @@ static int g_read_rc(bool write, int rc)
 	return !write && rc == STORE_EUNKNOWN ? STORE_EUNREACHABLE : rc;
 }
 
+/* The kind of request @path is, for store_stats. */
+static enum store_req g_kind(const char *path)
+{
+	if (strstr(path, "KV/Range"))
+		return STORE_REQ_READ;
+	if (strstr(path, "KV/"))
+		return STORE_REQ_WRITE;
+	if (strstr(path, "Lease/"))
+		return STORE_REQ_LEASE;
+	if (strstr(path, "Cluster/"))
+		return STORE_REQ_MEMBERS;
+	return STORE_REQ_STATUS;
+}
+
 /* What a call is, for g_call. */
 #define G_READ		0u
 #define G_WRITE		(1u << 0)	/* it may change the store */
@@ -87,7 +101,16 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 		return store_fail(err, STORE_EINTERNAL, key, key_len, 0,
 				  "out of memory");
 	for (i = 0;; i++) {
+		int64_t start = store_now_us();
+
+		if (i)
+			store_note_retry(s);
 		rc = grpc_call(t, path, req, len, flags, reply, &sent, err);
+		store_note(s, g_kind(path), path, key, key_len,
+			   rc < 0 ? rc : reply->code ?
+			   etcd3pb_map_error(reply->code, reply->message) : 0,
+			   start, sent || rc == 0 ? len : 0,
+			   rc < 0 ? 0 : reply->len);
 		if (rc < 0) {
 			free(req);
 			return g_rekey(err, g_read_rc(write, rc), key, key_len,
