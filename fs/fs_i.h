@@ -560,6 +560,11 @@ void fs_gate_free(struct fs *fs);
 const char *fs_gate_op_name(unsigned op);
 uint64_t fs_gate_op_count(struct fs *fs, unsigned op);
 
+/* stats.c: user.etcd.stats; the watch's counters (live.c) */
+ssize_t fs_stats_text(struct fs *fs, char **big);	/* fs->lock held */
+void fs_stats_watch_event(struct fs *fs, const struct store_event *ev);
+void fs_stats_relist(struct fs *fs);
+
 /* connect.c: delay_connect's thread, which loads the keys when it can */
 int fs_connect_start(struct fs *fs);
 void fs_connect_stop(struct fs *fs);

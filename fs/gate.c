@@ -204,8 +204,10 @@ static void trace_end(struct gate_trace *t, fuse_ino_t ino, const char *name,
 	else if (t->err)
 		snprintf(res, sizeof(res), "-%d (%s)", t->err,
 			 strerror(t->err));
-	else
+	else if (t->what[0])
 		snprintf(res, sizeof(res), "0 (%s)", t->what);
+	else
+		snprintf(res, sizeof(res), "0");
 	fuse_log(FUSE_LOG_DEBUG, "etcdfs: fuse %s node %llu%s%s%s pid %d -> "
 		 "%s in %ld us\n", t->op, (unsigned long long)ino,
 		 name ? " name '" : "", name ? name : "", name ? "'" : "",

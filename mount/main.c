@@ -69,6 +69,14 @@ static void help(const char *progname)
 	fuse_lowlevel_help();
 }
 
+/* -d: every request to etcd, as the store reports it. */
+static void trace_request(const char *method, const char *key, int rc,
+			  long us)
+{
+	fuse_log(FUSE_LOG_DEBUG, "etcdfs: etcd %s key '%s' -> %s in %ld us\n",
+		 method, key, rc ? store_errname(rc) : "ok", us);
+}
+
 /* mount.fuse3's drop_privileges: the mount is made, here is its fd. */
 static bool is_fd_mountpoint(const char *m)
 {
@@ -307,6 +315,8 @@ static int parse(struct fuse_args *args, struct fuse_cmdline_opts *fo,
 	if (opts_parse(args, o) != 0)
 		return -1;
 	o->fs.debug = fo->debug;
+	if (fo->debug)
+		o->store.trace = trace_request;
 	if (!fo->mountpoint) {
 		fuse_log(FUSE_LOG_ERR, "etcdfs: no mountpoint given\n");
 		opts_usage(stderr, progname);
