@@ -326,6 +326,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	size_t dir_len;
 	struct store_error ce = { 0 };
 	char *path;
+	int64_t start;
 	int rc;
 
 	*more = false;
@@ -348,8 +349,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 				"recursive=true");
 	if (!path)
 		return e2_nomem(err, key, dir_len);
-	int64_t start = store_now_us();
-
+	start = store_now_us();
 	rc = transport_request(s->tr, "GET", path, NULL, NULL, 0, &tr, err);
 	store_note(s, STORE_REQ_READ, "GET /v2/keys?recursive", key, dir_len,
 		   rc, start, 0, tr.len);
@@ -802,12 +802,12 @@ static int e2_members(struct store *s, struct store_member **members,
 	struct transport_reply tr = { 0 };
 	struct etcd2_reply r;
 	struct store_error ce = { 0 };
+	int64_t start;
 	int rc;
 
 	*members = NULL;
 	*n = 0;
-	int64_t start = store_now_us();
-
+	start = store_now_us();
 	rc = transport_request(s->tr, "GET", "/v2/members", NULL, NULL, 0, &tr,
 			       err);
 	store_note(s, STORE_REQ_MEMBERS, "GET /v2/members", NULL, 0, rc,
@@ -859,9 +859,8 @@ static int e2_status(struct store *s, struct store_status *out,
 		     struct store_error *err)
 {
 	struct transport_reply tr = { 0 };
-	int rc;
-
 	int64_t start = store_now_us();
+	int rc;
 
 	rc = transport_request(s->tr, "GET", "/metrics", NULL, NULL, 0, &tr,
 			       err);
