@@ -10,7 +10,7 @@
  *
  * Files (open, read) are in file.c, writes and commits in commit.c,
  * setattr in attr.c, unlink and rename in move.c, extended attributes and
- * pins in xattr.c, the tree itself (no FUSE) in tree.c.
+ * pins in xattr.c, statfs in statfs.c, the tree itself (no FUSE) in tree.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
  * renaming a directory that holds keys (EXDEV: mv copies instead).
@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "fs_i.h"
@@ -53,6 +52,7 @@ int fs_errno(int err)
 	case STORE_ENOTSUP:
 		return -ENOTSUP;
 	case STORE_ENOSPC:
+		fs_space_full();	/* logged once: why, and what to do */
 		return -ENOSPC;
 	case STORE_EINTERNAL:
 		return -ENOMEM;
@@ -174,7 +174,6 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
 	struct store_error err = { 0 };
-	int64_t from;
 
 	/*
 	 * Without atomic O_TRUNC the kernel truncates with a setattr right
@@ -185,9 +184,20 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* writes must reach us with the writer's pid, and one per write(2) */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (fs->cfg.delay_connect && !fs->loaded) {
+		fs_connect_start(fs);	/* which goes live once loaded */
+		return;
+	}
 	if (!fs->loaded && fs_load(fs, &err))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot list the keys: %s\n",
 			 err.msg);
+	fs_go_live(fs);
+}
+
+void fs_go_live(struct fs *fs)
+{
+	int64_t from;
+
 	if (fs->cfg.nowatch)
 		return;
 	if (fs->se && fs->cfg.mountpoint && echo_start(fs))
@@ -205,6 +215,8 @@ static void fs_destroy(void *userdata)
 	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
 	size_t i, nold;
 
+	/* delay_connect's thread may be starting the watch: it goes first */
+	fs_connect_stop(fs);
 	/* taken under the lock: a relist may be replacing the watch */
 	pthread_mutex_lock(&fs->lock);
 	fs->stopping = true;
@@ -220,6 +232,7 @@ static void fs_destroy(void *userdata)
 	for (i = 0; i < nold; i++)
 		store_watch_stop(old[i]);
 	echo_stop(fs);
+	fs_space_free(fs);
 }
 
 /* As lookup_key, for the directory (dir, name): the keys below it. */
@@ -815,24 +828,6 @@ out:
 	fs_send_invals(fs, &inv);
 }
 
-static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
-{
-	struct fs *fs = fs_of(req);
-	struct statvfs sv = { 0 };
-
-	pthread_mutex_lock(&fs->lock);
-	sv.f_files = fs->tree.nnodes;
-	pthread_mutex_unlock(&fs->lock);
-	sv.f_bsize = 4096;
-	sv.f_frsize = 4096;
-	/* etcd's quota is not ours to know; say there is room */
-	sv.f_blocks = 2u << 20;
-	sv.f_bfree = sv.f_bavail = 1u << 20;
-	sv.f_ffree = sv.f_favail = 1u << 20;
-	sv.f_namemax = 255;
-	fuse_reply_statfs(req, &sv);
-}
-
 static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		    const char *newname)
 {
@@ -887,7 +882,7 @@ static const struct fuse_lowlevel_ops ops = {
 
 const struct fuse_lowlevel_ops *fs_ops(void)
 {
-	return &ops;
+	return fs_gate_ops(&ops);	/* counted, traced, gated */
 }
 
 struct fs *fs_new(const struct fs_config *cfg)
@@ -915,6 +910,12 @@ struct fs *fs_new(const struct fs_config *cfg)
 	/* the kernel's reference to the root, which it never forgets */
 	fs->tree.root->nlookup = 1;
 	fs->mounted = fs->tree.root->mtime;
+	if (fs_gate_new(fs)) {
+		tree_release(&fs->tree);
+		temp_names_free(fs->temp);
+		free(fs);
+		return NULL;
+	}
 	return fs;
 }
 
@@ -934,6 +935,7 @@ void fs_free(struct fs *fs)
 	own_changes_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
+	fs_gate_free(fs);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);
 	pthread_mutex_destroy(&fs->echo_lock);

@@ -34,6 +34,16 @@ struct fs_config {
 	bool nowatch;		/* no watch: list on opendir, read on open */
 	bool quorum;		/* each open reads the key linearizably */
 	size_t value_budget;	/* bytes of values held in memory; 0: all */
+	size_t quota;		/* statfs's size; 0: etcd's default, 2 GiB */
+	long request_timeout_ms;	/* the store's: statfs waits no more */
+	/*
+	 * Mount before etcd answers: until the keys are loaded, every
+	 * operation that needs them fails with ENOTCONN (fs/connect.c).
+	 */
+	bool delay_connect;
+	bool debug;		/* -d: log every operation (fs/gate.c) */
+	/* What the mount is doing, for systemd's STATUS=; may be NULL. */
+	void (*status)(const char *msg);
 };
 
 struct fs;
@@ -54,7 +64,10 @@ int fs_load(struct fs *fs, struct store_error *err);
 /* The session to send cache invalidations to. */
 void fs_set_session(struct fs *fs, struct fuse_session *se);
 
-/* The operations; the userdata to pass with them is the struct fs. */
+/*
+ * The operations; the userdata to pass with them is the struct fs.  Each
+ * is counted and, with cfg.debug, logged (fs/gate.c).
+ */
 const struct fuse_lowlevel_ops *fs_ops(void);
 
 /*

@@ -177,6 +177,8 @@ struct fs {
 	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
+	struct fs_space *space;		/* statfs.c's; protected by lock */
+	struct fs_gate *gate;		/* gate.c's, made with the fs */
 };
 
 /* fs.c */
@@ -380,6 +382,32 @@ int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
 	       int64_t rev);
 /* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
+
+/* gate.c: the table libfuse calls, around @ops */
+const struct fuse_lowlevel_ops *fs_gate_ops(const struct fuse_lowlevel_ops *ops);
+int fs_gate_new(struct fs *fs);
+void fs_gate_free(struct fs *fs);
+const char *fs_gate_op_name(unsigned op);
+uint64_t fs_gate_op_count(struct fs *fs, unsigned op);
+
+/* stats.c: user.etcd.stats; the watch's counters (live.c) */
+ssize_t fs_stats_text(struct fs *fs, char **big);	/* fs->lock held */
+void fs_stats_watch_event(struct fs *fs, const struct store_event *ev);
+void fs_stats_relist(struct fs *fs);
+
+/* connect.c: delay_connect's thread, which loads the keys when it can */
+int fs_connect_start(struct fs *fs);
+void fs_connect_stop(struct fs *fs);
+
+/* fs.c: once the keys are loaded, the echo and the watch */
+void fs_go_live(struct fs *fs);
+
+/* statfs.c */
+void fs_statfs(fuse_req_t req, fuse_ino_t ino);
+/* Logs etcd's NOSPACE alarm, once until etcd has room again. */
+void fs_space_full(void);
+/* Stops the thread that asks etcd for its space; at destroy. */
+void fs_space_free(struct fs *fs);
 
 /* xattr.c */
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

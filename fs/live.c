@@ -331,6 +331,7 @@ static void relist(struct fs *fs)
 	uint64_t gen;
 	int64_t rev;
 
+	fs_stats_relist(fs);
 	for (tries = 0;; tries++) {
 		pthread_mutex_lock(&fs->lock);
 		/* unmounting: the join of this thread waits for us */
@@ -398,6 +399,7 @@ static void watch_event(void *arg, const struct store_event *ev)
 {
 	struct fs *fs = arg;
 
+	fs_stats_watch_event(fs, ev);
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:

@@ -11,7 +11,8 @@
  * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
  * revision the mount has seen), user.etcd.backend, user.etcd.watch,
  * user.etcd.valueBytes (the bytes of values held in memory: only counted
- * under -o value_budget, else "all").
+ * under -o value_budget, else "all"), user.etcd.stats (counters,
+ * fs/stats.c).
  *
  * Readable on a file whose value is a Kubernetes object (protobuf with the
  * "k8s\0" magic, or a JSON object): user.k8s.apiVersion and user.k8s.kind,
@@ -71,6 +72,7 @@ static const char *const root_names[] = {
 	"user.etcd.backend",
 	"user.etcd.watch",
 	"user.etcd.valueBytes",
+	"user.etcd.stats",
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -256,6 +258,8 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 					fs->cfg.nowatch ? "off" :
 					fs->watch_ok ? "connected" :
 					"connecting");
+		if (strcmp(name, "user.etcd.stats") == 0)
+			return fs_stats_text(fs, big);	/* fs/stats.c */
 		if (strcmp(name, "user.etcd.valueBytes") == 0)
 			return fs->cfg.value_budget ?
 				       snprintf(buf, size, "%zu",
@@ -370,6 +374,10 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, (int)-len);
 	else if ((size_t)len >= sizeof(buf) && !big)
 		fuse_reply_err(req, E2BIG);
+	else if (size == 0 && ino == FUSE_ROOT_ID &&
+		 strcmp(name, "user.etcd.stats") == 0)
+		/* the counters move between this call and the read */
+		fuse_reply_xattr(req, (size_t)len + 1024);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)len);
 	else if (size < (size_t)len)

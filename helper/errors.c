@@ -71,8 +71,8 @@ const char *store_errname(int err)
  * 0x20..0x7e and the backslash as \xNN and \\, so that two different keys
  * never print alike; a key that does not fit is cut and ends in "...".
  */
-static void store_escape_key(char *buf, size_t size, const char *key,
-			     size_t key_len)
+void store_escape_key(char *buf, size_t size, const char *key,
+		      size_t key_len)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i, o = 0, need, total = 0, room = size - 1;

@@ -53,6 +53,13 @@ const char *store_strerror(int err);
 /* Returns the short name of @err ("not found", "exists", ...). */
 const char *store_errname(int err);
 
+/*
+ * Writes @key into @buf (of @size >= 4) printable, as store_error's key:
+ * \xNN and \\ escapes; cut with "..." if it does not fit.
+ */
+void store_escape_key(char *buf, size_t size, const char *key,
+		      size_t key_len);
+
 struct store_error {
 	int code;		/* the enum store_err returned */
 	int64_t revision;	/* the current mod_revision on a failed

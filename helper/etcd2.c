@@ -16,6 +16,7 @@
  *                    one event per request, resumed at modifiedIndex + 1
  *   revision         etcd's index: the "index" of the not-found error a
  *                    quorum GET of an absent key gets (see e2_probe)
+ *   status           the database's gauges in GET /metrics
  *
  * What it cannot do, because v2 cannot:
  * - keys that are not clean UTF-8 paths (etcd2_codec_key_ok): writes of
@@ -40,6 +41,7 @@
  * Threads: any number of threads may call in at once; a watch has a
  * thread of its own.  Lock order: only a watch's lock, taken alone.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,19 +114,27 @@ static int e2_call(struct store *s, const char *method, const char *key,
 {
 	struct transport_reply tr = { 0 };
 	struct store_error ce = { 0 };
+	char what[32];
+	int64_t start;
 	char *path;
-	int rc;
+	int rc, trc;
 
 	memset(r, 0, sizeof(*r));
 	path = etcd2_codec_path(key, key_len, query);
 	if (!path)
 		return e2_nomem(err, key, key_len);
-	rc = transport_request(s->tr, method, path, body ? E2_FORM : NULL,
-			       body, body_len, &tr, err);
+	start = thread_now_us();
+	trc = transport_request(s->tr, method, path, body ? E2_FORM : NULL,
+				body, body_len, &tr, err);
+	rc = trc < 0 ? trc :
+	     etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
+	snprintf(what, sizeof(what), "%s /v2/keys", method);
+	store_note(s, strcmp(method, "GET") ? STORE_REQ_WRITE :
+		   STORE_REQ_READ, what, key, key_len, rc, start,
+		   rc == STORE_EUNREACHABLE ? 0 : body_len, tr.len);
 	free(path);
-	if (rc < 0)
+	if (trc < 0)
 		return e2_rekey(err, rc, key, key_len);
-	rc = etcd2_codec_reply(tr.status, tr.body, tr.len, r, &ce);
 	transport_reply_release(&tr);
 	if (rc < 0)
 		store_fail(err, rc, key, key_len, 0, "%s", ce.msg);
@@ -316,6 +326,7 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	size_t dir_len;
 	struct store_error ce = { 0 };
 	char *path;
+	int64_t start;
 	int rc;
 
 	*more = false;
@@ -340,7 +351,10 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 				"recursive=true");
 	if (!path)
 		return e2_nomem(err, key, dir_len);
+	start = thread_now_us();
 	rc = transport_request(s->tr, "GET", path, NULL, NULL, 0, &tr, err);
+	store_note(s, STORE_REQ_READ, "GET /v2/keys?recursive", key, dir_len,
+		   rc, start, 0, tr.len);
 	free(path);
 	if (rc < 0)
 		return e2_rekey(err, rc, key, dir_len);
@@ -638,6 +652,7 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	char query[80];
 	struct store_error ce = { 0 };
 	long status = 0;
+	int64_t start;
 	char *path;
 	int rc;
 
@@ -650,8 +665,11 @@ static bool e2_watch_poll(struct e2_watch *ew,
 	}
 	ew->len = 0;
 	ew->over = false;
+	start = thread_now_us();
 	rc = transport_stream(ew->s->tr, "GET", path, NULL, NULL, 0,
 			      e2_watch_data, ew, &ew->t.stop, &status, &err);
+	store_note(ew->s, STORE_REQ_WATCH, "GET /v2/keys?wait", ew->wait_key,
+		   ew->wait_key_len, rc, start, 0, ew->len);
 	free(path);
 	if (thread_stopping(&ew->t))
 		return false;
@@ -786,12 +804,16 @@ static int e2_members(struct store *s, struct store_member **members,
 	struct transport_reply tr = { 0 };
 	struct etcd2_reply r;
 	struct store_error ce = { 0 };
+	int64_t start;
 	int rc;
 
 	*members = NULL;
 	*n = 0;
+	start = thread_now_us();
 	rc = transport_request(s->tr, "GET", "/v2/members", NULL, NULL, 0, &tr,
 			       err);
+	store_note(s, STORE_REQ_MEMBERS, "GET /v2/members", NULL, 0, rc,
+		   start, 0, tr.len);
 	if (rc < 0)
 		return rc;
 	if (tr.status >= 200 && tr.status < 300) {
@@ -806,11 +828,72 @@ static int e2_members(struct store *s, struct store_member **members,
 	return 0;
 }
 
+/*
+ * The value of the gauge @name in the Prometheus text @body ("NAME VALUE"
+ * lines, '#' comments), or -1 if it is not there or not a size.
+ */
+static int64_t e2_gauge(const char *body, const char *name)
+{
+	size_t nlen = strlen(name);
+	const char *p;
+	char *end;
+	double v;
+
+	for (p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (strncmp(p, name, nlen) != 0 || p[nlen] != ' ')
+			continue;
+		errno = 0;
+		v = strtod(p + nlen + 1, &end);
+		if (errno || end == p + nlen + 1 || (*end && *end != '\n') ||
+		    !(v >= 0 && v < 9.2e18))
+			return -1;
+		return (int64_t)v;
+	}
+	return -1;
+}
+
+/*
+ * v2 has no status call: the member's /metrics has the size of its
+ * database (where the v3 key space lives; v2 keys are in memory and in
+ * the snapshots).  v2 writes are never refused for space.
+ */
+static int e2_status(struct store *s, struct store_status *out,
+		     struct store_error *err)
+{
+	struct transport_reply tr = { 0 };
+	int64_t start = thread_now_us();
+	int rc;
+
+	rc = transport_request(s->tr, "GET", "/metrics", NULL, NULL, 0, &tr,
+			       err);
+	store_note(s, STORE_REQ_STATUS, "GET /metrics", NULL, 0, rc, start, 0,
+		   tr.len);
+	if (rc < 0)
+		return rc;
+	if (tr.status != 200) {
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				"/metrics: http %ld", tr.status);
+		goto out;
+	}
+	out->db_size = e2_gauge(tr.body, "etcd_mvcc_db_total_size_in_bytes");
+	out->db_size_in_use =
+		e2_gauge(tr.body, "etcd_mvcc_db_total_size_in_use_in_bytes");
+	if (out->db_size < 0)
+		rc = store_fail(err, STORE_EBADREPLY, NULL, 0, 0, "/metrics: "
+				"no etcd_mvcc_db_total_size_in_bytes");
+	if (out->db_size_in_use < 0)
+		out->db_size_in_use = 0;
+out:
+	transport_reply_release(&tr);
+	return rc;
+}
+
 const struct store_backend store_etcd2_backend = {
 	.name = "etcd2",
 	.init = e2_init,
 	.release = e2_release,
 	.revision = e2_revision,
+	.status = e2_status,
 	.get = e2_get,
 	.range = e2_range,
 	.cas = e2_cas,

@@ -3,7 +3,7 @@
  *
  * Every operation is one unary call through grpc_transport.c, built and
  * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant,
- * Cluster/MemberList.  Writes are transactions whose failure branch reads
+ * Cluster/MemberList, Maintenance/Status.  Writes are transactions whose failure branch reads
  * the keys they compared, so a lost race answers with the state that won
  * it.  Watches are in etcd3_grpc_watch.c.
  *
@@ -60,6 +60,20 @@ static int g_read_rc(bool write, int rc)
 	return !write && rc == STORE_EUNKNOWN ? STORE_EUNREACHABLE : rc;
 }
 
+/* The kind of request @path is, for store_stats. */
+static enum store_req g_kind(const char *path)
+{
+	if (strstr(path, "KV/Range"))
+		return STORE_REQ_READ;
+	if (strstr(path, "KV/"))
+		return STORE_REQ_WRITE;
+	if (strstr(path, "Lease/"))
+		return STORE_REQ_LEASE;
+	if (strstr(path, "Cluster/"))
+		return STORE_REQ_MEMBERS;
+	return STORE_REQ_STATUS;
+}
+
 /* What a call is, for g_call. */
 #define G_READ		0u
 #define G_WRITE		(1u << 0)	/* it may change the store */
@@ -87,7 +101,16 @@ static int g_call(struct store *s, const char *path, uint8_t *req, size_t len,
 		return store_fail(err, STORE_EINTERNAL, key, key_len, 0,
 				  "out of memory");
 	for (i = 0;; i++) {
+		int64_t start = thread_now_us();
+
+		if (i)
+			store_note_retry(s);
 		rc = grpc_call(t, path, req, len, flags, reply, &sent, err);
+		store_note(s, g_kind(path), path, key, key_len,
+			   rc < 0 ? rc : reply->code ?
+			   etcd3pb_map_error(reply->code, reply->message) : 0,
+			   start, sent || rc == 0 ? len : 0,
+			   rc < 0 ? 0 : reply->len);
 		if (rc < 0) {
 			free(req);
 			return g_rekey(err, g_read_rc(write, rc), key, key_len,
@@ -782,11 +805,38 @@ static int g_members(struct store *s, struct store_member **members,
 	return 0;
 }
 
+static int g_status(struct store *s, struct store_status *out,
+		    struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Maintenance/Status";
+	struct grpc_reply reply;
+	struct store_error e = { 0 };
+	struct etcd3pb_status st;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	req = etcd3pb_req_status(&len);
+	rc = g_call(s, path, req, len, NULL, 0, G_READ, &reply, err);
+	if (rc < 0)
+		return rc;
+	rc = etcd3pb_decode_status(reply.msg, reply.len, &st, &e);
+	grpc_reply_release(&reply);
+	if (rc < 0)
+		return g_decode_fail(err, &e, path, NULL, 0);
+	out->db_size = st.db_size;
+	out->db_size_in_use = st.db_size_in_use;
+	/* each alarm is "memberID:N alarm:NOSPACE" in the errors */
+	out->nospace = strstr(st.errors, "NOSPACE") != NULL;
+	return 0;
+}
+
 const struct store_backend store_etcd3_backend = {
 	.name = "etcd3",
 	.init = g_init,
 	.release = g_release,
 	.revision = etcd3g_revision,
+	.status = g_status,
 	.get = g_get,
 	.range = g_range,
 	.count = g_count,

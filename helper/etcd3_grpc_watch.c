@@ -186,6 +186,7 @@ static void g_stream(struct g_watch *gw, struct grpc_stream *st)
 		}
 		if (rc == GRPC_STREAM_MSG) {
 			quiet = 0;
+			store_note_received(gw->w->s, len);
 			rc = g_message(gw, st, msg, len);
 			free(msg);
 			if (rc)
@@ -228,6 +229,8 @@ static void *g_watch_main(void *arg)
 					    G_WATCH_PATH, req, len, &st, NULL) :
 			   STORE_EINTERNAL;
 		free(req);
+		store_note(w->s, STORE_REQ_WATCH, G_WATCH_PATH, w->key,
+			   w->key_len, rc, thread_now_us(), req ? len : 0, 0);
 		if (rc == 0) {
 			g_stream(gw, st);
 			grpc_stream_close(st);

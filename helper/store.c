@@ -465,6 +465,17 @@ int store_revision(struct store *s, int64_t *rev, struct store_error *err)
 	return store_read_rc(s->be_ops->revision(s, rev, err), err);
 }
 
+int store_status(struct store *s, struct store_status *out,
+		 struct store_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s->be_ops->status)
+		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
+				  "%s has no status call", s->be_ops->name);
+	store_refresh_maybe(s);
+	return store_read_rc(s->be_ops->status(s, out, err), err);
+}
+
 /* --- reads --- */
 
 int store_read_rc(int rc, struct store_error *err)

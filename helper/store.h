@@ -62,6 +62,26 @@ enum store_api {
 	STORE_API_V2 = 2,
 };
 
+/* The kinds of requests the store counts (store_stats). */
+enum store_req {
+	STORE_REQ_READ,		/* v3 Range; v2 GET of keys */
+	STORE_REQ_WRITE,	/* v3 Txn; v2 PUT, DELETE */
+	STORE_REQ_LEASE,
+	STORE_REQ_MEMBERS,
+	STORE_REQ_STATUS,
+	STORE_REQ_WATCH,	/* a watch stream opened; v2: each wait */
+	STORE_REQ_COUNT
+};
+
+/*
+ * Called after every request to etcd (when set in the config), on the
+ * thread that made it: @method is the gRPC method or "GET /v2/keys",
+ * @key the key it is about (printable, may be empty), @rc its outcome,
+ * @us how long it took.  For -d's trace.
+ */
+typedef void (*store_trace_fn)(const char *method, const char *key,
+			       int rc, long us);
+
 struct store_config {
 	enum store_api api;
 	const char *endpoints;	/* comma list of URLs; NULL: http://127.0.0.1:2379 */
@@ -87,7 +107,9 @@ struct store_config {
 	 * their client URLs, the endpoints given kept as the last resort.
 	 */
 	long refresh_endpoints_ms;
+	store_trace_fn trace;	/* NULL: none */
 };
+
 
 struct store;
 
@@ -100,6 +122,24 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 
 /* Stops every watch of @s and frees it. */
 void store_free(struct store *s);
+
+/* What the store counted since it was made. */
+struct store_stats {
+	uint64_t requests[STORE_REQ_COUNT];
+	uint64_t errors[STORE_ERR_COUNT];	/* requests that failed, by
+						 * -enum store_err */
+	uint64_t retries;	/* requests sent again: to another member, a
+				 * write whose answer was lost, an update
+				 * after a conflict */
+	uint64_t conflicts;	/* writes whose compare etcd refused */
+	uint64_t bytes_sent;	/* request bodies (no HTTP framing) */
+	uint64_t bytes_received;	/* reply bodies, watches' too */
+};
+
+void store_stats(struct store *s, struct store_stats *out);
+
+/* "read", "write", ...: the name of a kind of request. */
+const char *store_req_name(int kind);
 
 /* The backend's name: "etcd3" or "etcd2". */
 const char *store_backend_name(const struct store *s);
@@ -115,6 +155,28 @@ const char *store_endpoint(struct store *s);
 
 /* The cluster's current revision, by a cheap linearizable request. */
 int store_revision(struct store *s, int64_t *rev, struct store_error *err);
+
+/*
+ * What the member the store talks to says of its space.  db_size is the
+ * size of its database file (etcd's dbSize), which counts against the
+ * cluster's quota (--quota-backend-bytes); db_size_in_use is the part of
+ * it in use (0: not known; a defragment gives the rest back).  nospace:
+ * the member reports the NOSPACE alarm, under which etcd refuses every
+ * v3 write until an operator frees space and disarms it.  etcd 3.4 and
+ * 3.5 do not say what their quota is.
+ */
+struct store_status {
+	int64_t db_size;
+	int64_t db_size_in_use;
+	bool nospace;
+};
+
+/*
+ * Asks the member in use for its status (v3: Maintenance/Status; v2:
+ * the gauges of its /metrics, which the v2 API has no call for).
+ */
+int store_status(struct store *s, struct store_status *out,
+		 struct store_error *err);
 
 /* Reads one key into @out (released by the caller).  ENOTFOUND if absent. */
 int store_get(struct store *s, const char *key, size_t key_len, unsigned flags,

@@ -41,6 +41,9 @@ struct store_backend {
 	void (*release)(struct store *s);
 
 	int (*revision)(struct store *s, int64_t *rev, struct store_error *err);
+	/* See store_status(); may be NULL (ENOTSUP). */
+	int (*status)(struct store *s, struct store_status *out,
+		      struct store_error *err);
 
 	/* Reads one key; ENOTFOUND if absent. */
 	int (*get)(struct store *s, const char *key, size_t key_len,
@@ -197,6 +200,14 @@ struct store_priv {
 	uint64_t list_count_us;		/* in requests that only count */
 	uint64_t list_fetch_us;		/* in those that fetch keys */
 
+	/* store_stats' counters: atomics (__atomic builtins) */
+	uint64_t n_requests[STORE_REQ_COUNT];
+	uint64_t n_errors[STORE_ERR_COUNT];
+	uint64_t n_retries;
+	uint64_t n_conflicts;
+	uint64_t n_sent;
+	uint64_t n_received;
+
 	/* The writes of one key, one at a time: see store_update.c. */
 	pthread_mutex_t write_locks[STORE_WRITE_STRIPES];
 	int64_t write_revs[STORE_WRITE_STRIPES];	/* by write_locks */
@@ -231,6 +242,20 @@ int store_read(struct store *s, const char *full, size_t full_len,
  * that is no more than "unreachable" (@err keeps its message).
  */
 int store_read_rc(int rc, struct store_error *err);
+
+/*
+ * Counts one request of @kind to etcd (store_stats) that sent @sent and
+ * received @received bytes and ended with @rc, and traces it if the
+ * config says so: @method, the full key @key (NULL: none), @start_us
+ * from thread_now_us().
+ */
+void store_note(struct store *s, enum store_req kind, const char *method,
+		const char *key, size_t key_len, int rc, int64_t start_us,
+		size_t sent, size_t received);
+/* More bytes received by a request counted already (a watch stream). */
+void store_note_received(struct store *s, size_t n);
+void store_note_retry(struct store *s);
+void store_note_conflict(struct store *s);
 
 /* Refreshes the endpoints if due (store_members.c). */
 void store_refresh_maybe(struct store *s);

@@ -240,6 +240,7 @@ int store_settle_cas(struct store_settle *st, const char *full,
 		/* nothing was applied: once more */
 		store_kv_release(&now);
 		st->retried = true;
+		store_note_retry(s);
 		if (cur)
 			store_kv_release(cur);
 		rc = s->be_ops->cas(s, full, full_len, expect, value,
@@ -299,6 +300,7 @@ int store_settle_del(struct store_settle *st, const char *full,
 			return settle_unknown(err, full, full_len,
 					      "the key is as it was, twice");
 		st->retried = true;
+		store_note_retry(s);
 		if (prev)
 			store_kv_release(prev);
 		rc = s->be_ops->del(s, full, full_len, expect_mod,

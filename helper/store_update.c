@@ -44,6 +44,14 @@ static bool store_pre_holds(const struct store_preconditions *pre,
 	return true;
 }
 
+/* Counts a write refused because the key changed (store_stats). */
+static int store_conflict_rc(struct store *s, int rc)
+{
+	if (rc == STORE_EPRECONDITION || rc == STORE_ECONFLICT)
+		store_note_conflict(s);
+	return rc;
+}
+
 int store_create(struct store *s, const char *key, size_t key_len,
 		 const char *value, size_t value_len, int64_t lease,
 		 int64_t *rev, struct store_error *err)
@@ -138,7 +146,7 @@ int store_delete(struct store *s, const char *key, size_t key_len,
 	store_kv_release(&tmp);
 out:
 	free(full);
-	return rc;
+	return store_conflict_rc(s, rc);
 }
 
 /* One guaranteed update, from its read to its last attempt. */
@@ -326,6 +334,8 @@ static int update_attempt(struct update *u)
 				  u->exists ? u->cur.mod_revision : 0,
 				  "gave up after %d conflicting updates",
 				  u->attempts);
+	if (u->attempts)
+		store_note_retry(u->s);	/* after a conflict */
 	u->attempts++;
 
 	rc = u->try_update(u->arg, u->exists ? &u->cur : NULL, &upd);
@@ -402,7 +412,7 @@ int store_guaranteed_update(struct store *s, const char *key, size_t key_len,
 out:
 	store_kv_release(&u.cur);
 	free(u.full);
-	return rc;
+	return store_conflict_rc(s, rc);
 }
 
 /* What a rename whose answer was lost left in etcd. */
@@ -554,5 +564,5 @@ int store_move(struct store *s, const char *from, size_t from_len,
 out:
 	free(tfull);
 	free(ffull);
-	return rc;
+	return store_conflict_rc(s, rc);
 }

@@ -15,7 +15,11 @@
  * mount.fuse3's drop_privileges the mountpoint is /dev/fd/N, a mount made
  * already.  Under systemd (NOTIFY_SOCKET) it says READY=1 once mounted.
  *
- * What it cannot do: mount without a reachable cluster; replay other
+ * With -o delay_connect it mounts without asking etcd, and the
+ * filesystem waits for it (fs/connect.c).
+ *
+ * What it cannot do: mount without a reachable cluster, unless told to
+ * (delay_connect); replay other
  * clients' changes as inotify events on a mount it cannot write through
  * (ro, where the kernel refuses the echo's syscalls, or /dev/fd/N, whose
  * path it does not know): there the changes are shown without events.
@@ -63,6 +67,14 @@ static void help(const char *progname)
 	printf("FUSE options:\n");
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
+}
+
+/* -d: every request to etcd, as the store reports it. */
+static void trace_request(const char *method, const char *key, int rc,
+			  long us)
+{
+	fuse_log(FUSE_LOG_DEBUG, "etcdfs: etcd %s key '%s' -> %s in %ld us\n",
+		 method, key, rc ? store_errname(rc) : "ok", us);
 }
 
 /* mount.fuse3's drop_privileges: the mount is made, here is its fd. */
@@ -150,7 +162,8 @@ static void warn_insecure(const struct opts *o)
 
 /*
  * Makes the store and the filesystem and loads the keys, on the
- * terminal: the cluster must answer now.  0, or -1 after a message.
+ * terminal: the cluster must answer now, unless delay_connect leaves
+ * that to the filesystem.  0, or -1 after a message.
  */
 static int connect_cluster(struct opts *o, struct store **store,
 			   struct fs **fs)
@@ -166,6 +179,17 @@ static int connect_cluster(struct opts *o, struct store **store,
 				   serr.code ? serr.code : STORE_EINVAL, &serr);
 		return -1;
 	}
+	o->fs.store = *store;
+	o->fs.request_timeout_ms = o->store.request_timeout_ms;
+	o->fs.status = notify_status;
+	*fs = fs_new(&o->fs);
+	if (!*fs) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: out of memory\n");
+		return -1;
+	}
+	/* the filesystem waits for etcd itself (fs/connect.c) */
+	if (o->fs.delay_connect)
+		return 0;
 	notify("STATUS=connecting to %s", o->endpoints);
 	memset(&serr, 0, sizeof(serr));
 	rc = store_revision(*store, &rev, &serr);
@@ -176,13 +200,6 @@ static int connect_cluster(struct opts *o, struct store **store,
 	fuse_log(FUSE_LOG_DEBUG, "etcdfs: %s at '%s' answers, revision %lld\n",
 		 store_backend_name(*store), store_endpoint(*store),
 		 (long long)rev);
-
-	o->fs.store = *store;
-	*fs = fs_new(&o->fs);
-	if (!*fs) {
-		fuse_log(FUSE_LOG_ERR, "etcdfs: out of memory\n");
-		return -1;
-	}
 	notify("STATUS=loading the keys under '%s'", o->prefix);
 	memset(&serr, 0, sizeof(serr));
 	rc = fs_load(*fs, &serr);
@@ -221,8 +238,19 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *fo,
 		fuse_log(FUSE_LOG_INFO, "etcdfs: serving %s at %s\n",
 			 o->endpoints, fo->mountpoint);
 	}
-	notify("READY=1\nSTATUS=serving %s at %s\nMAINPID=%ld", o->endpoints,
-	       fo->mountpoint, (long)getpid());
+	/*
+	 * With delay_connect, ready means mounted: systemd's start job
+	 * must not wait for etcd (it would time out and fail the unit,
+	 * which delay_connect is there to avoid); fs/connect.c tells how
+	 * it goes in STATUS= lines.  Without it the keys are loaded now.
+	 */
+	if (o->fs.delay_connect)
+		notify("READY=1\nSTATUS=mounted at %s, waiting for etcd at "
+		       "%s\nMAINPID=%ld", fo->mountpoint, o->endpoints,
+		       (long)getpid());
+	else
+		notify("READY=1\nSTATUS=serving %s at %s\nMAINPID=%ld",
+		       o->endpoints, fo->mountpoint, (long)getpid());
 
 	if (fo->singlethread) {
 		rc = fuse_session_loop(se);
@@ -286,6 +314,9 @@ static int parse(struct fuse_args *args, struct fuse_cmdline_opts *fo,
 	log_init(fo->debug);
 	if (opts_parse(args, o) != 0)
 		return -1;
+	o->fs.debug = fo->debug;
+	if (fo->debug)
+		o->store.trace = trace_request;
 	if (!fo->mountpoint) {
 		fuse_log(FUSE_LOG_ERR, "etcdfs: no mountpoint given\n");
 		opts_usage(stderr, progname);

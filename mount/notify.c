@@ -89,3 +89,8 @@ void notify(const char *fmt, ...)
 			 "%s\n", strerror(errno));
 	}
 }
+
+void notify_status(const char *msg)
+{
+	notify("STATUS=%s", msg);
+}

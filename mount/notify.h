@@ -26,4 +26,7 @@ void notify_init(void);
 __attribute__((format(printf, 1, 2)))
 void notify(const char *fmt, ...);
 
+/* "STATUS=@msg": fs_config's status. */
+void notify_status(const char *msg);
+
 #endif

@@ -107,6 +107,12 @@ const struct opts_row opts_rows[] = {
 	  .help = "do not watch the cluster: a directory is\n"
 		  "listed again when opened, a file read again\n"
 		  "when opened" },
+	{ FLAG("delay_connect", fs.delay_connect, true),
+	  .usage = "delay_connect",
+	  .help = "mount at once, even while etcd is down: until\n"
+		  "etcd answers, every operation fails with\n"
+		  "ENOTCONN and the mount keeps trying (default:\n"
+		  "fail at once if etcd does not answer)" },
 	{ MS("connect_timeout=", store.connect_timeout_ms),
 	  .env = "ETCDCTL_DIAL_TIMEOUT", .usage = "connect_timeout=TIME",
 	  .help = "give up connecting after TIME: milliseconds or\n"
@@ -151,6 +157,10 @@ const struct opts_row opts_rows[] = {
 	  .help = "hold at most SIZE bytes of values in memory\n"
 		  "(K, M, G: KiB, MiB, GiB); the others are read\n"
 		  "again when opened (default: hold them all)" },
+	{ SIZE("quota=", fs.quota), .usage = "quota=SIZE",
+	  .help = "the size df shows: etcd's --quota-backend-bytes\n"
+		  "(K, M, G; default: 2G, etcd's default); used is\n"
+		  "the size of etcd's database" },
 	{ FILE_("logfile=", logfile), .usage = "logfile=FILE", .create = true,
 	  .help = "append messages to FILE rather than to stderr\n"
 		  "or (in the background) syslog" },

@@ -37,7 +37,9 @@
 # test's temporary dir.
 #
 # Functions:
-#   fs_setup [OPTS]      etcd, then fs_mount OPTS (call from setup)
+#   fs_setup [OPTS]      etcd, then fs_mount OPTS (call from setup); the
+#                        array FS_ETCD_ARGS, if the test sets it, goes to
+#                        etcd (e.g. --quota-backend-bytes=N)
 #   fs_teardown          fs_unmount, etcd_stop, checks (call from teardown)
 #   fs_live_setup [OPTS], fs_live_teardown
 #                        the same for a test that watches the mount with
@@ -126,7 +128,7 @@ fs_v2()
 
 fs_setup()
 {
-	local -a etcd_args=()
+	local -a etcd_args=("${FS_ETCD_ARGS[@]}")
 
 	if [[ -z ${ETCDFS:-} || ! -x $ETCDFS ]]; then
 		echo "ETCDFS must name the etcdfs binary (got '${ETCDFS:-}')" >&2
@@ -135,7 +137,7 @@ fs_setup()
 	case $FS_API in
 	v3)	export ETCDCTL_API=3 ;;
 	v2)	export ETCDCTL_API=2
-		etcd_args=(--enable-v2=true) ;;
+		etcd_args+=(--enable-v2=true) ;;
 	*)	echo "ETCDFS_API must be v3 or v2 (got '$FS_API')" >&2
 		return 1 ;;
 	esac
