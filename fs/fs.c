@@ -885,7 +885,7 @@ static const struct fuse_lowlevel_ops ops = {
 
 const struct fuse_lowlevel_ops *fs_ops(void)
 {
-	return &ops;
+	return fs_stats_wrap(&ops);
 }
 
 struct fs *fs_new(const struct fs_config *cfg)

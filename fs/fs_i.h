@@ -226,6 +226,28 @@ struct echo_child {
 	bool gone;		/* the mountpoint was not the mount, last time */
 };
 
+/* The kernel's requests, counted (stats.c); FS_STAT_STORED: values pushed. */
+enum fs_stat {
+	FS_STAT_LOOKUP,
+	FS_STAT_FORGET,
+	FS_STAT_GETATTR,
+	FS_STAT_SETATTR,
+	FS_STAT_OPEN,
+	FS_STAT_READ,
+	FS_STAT_WRITE,
+	FS_STAT_FLUSH,
+	FS_STAT_RELEASE,
+	FS_STAT_FSYNC,
+	FS_STAT_CREATE,
+	FS_STAT_OPENDIR,
+	FS_STAT_READDIR,
+	FS_STAT_READDIRPLUS,
+	FS_STAT_RELEASEDIR,
+	FS_STAT_GETXATTR,
+	FS_STAT_STORED,
+	FS_STAT_MAX
+};
+
 struct fs {
 	struct fs_config cfg;
 	struct store *store;
@@ -294,6 +316,7 @@ struct fs {
 	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
+	uint64_t stats[FS_STAT_MAX];	/* atomic: stats.c */
 };
 
 /* fs.c */
@@ -550,6 +573,14 @@ int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
 	       int64_t rev);
 /* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
+
+/* stats.c */
+/* The operations @ops, each counted in fs->stats first. */
+const struct fuse_lowlevel_ops *
+fs_stats_wrap(const struct fuse_lowlevel_ops *ops);
+void fs_stat_add(struct fs *fs, enum fs_stat which, uint64_t n);
+/* "lookup=N getattr=N ..." into @buf: its length, or -ERANGE. */
+int fs_stats_format(struct fs *fs, char *buf, size_t size);
 
 /* xattr.c */
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -10,6 +10,7 @@
  *   user.etcd.key              the key itself, relative to the mount prefix
  * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
  * revision the mount has seen), user.etcd.backend, user.etcd.watch,
+ * user.etcd.stats (the kernel's requests so far, per operation: stats.c),
  * user.etcd.valueBytes (the bytes of values held in memory: only counted
  * under -o value_budget, else "all").
  *
@@ -71,6 +72,7 @@ static const char *const root_names[] = {
 	"user.etcd.backend",
 	"user.etcd.watch",
 	"user.etcd.valueBytes",
+	"user.etcd.stats",
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -260,6 +262,8 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 				       snprintf(buf, size, "%zu",
 						fs->value_bytes) :
 				       snprintf(buf, size, "all");
+		if (strcmp(name, "user.etcd.stats") == 0)
+			return fs_stats_format(fs, buf, size);
 		return -ENODATA;
 	}
 	if (!is_key_file(n))
