@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+#
+# tests/fs/readpath.bats - what reading costs the kernel: the requests a
+# cold and a warm `cat` of every file of a directory send to the daemon,
+# counted by the daemon itself (the root's user.etcd.stats), and that what
+# those reads return is still every key's value.
+#
+# Each test starts its own etcd and mount (tests/lib/mount.bash); the keys
+# are put before a fresh mount, so that no echo of them is counted.  It
+# cannot see what the kernel answers alone: only the requests it sends.
+
+load ../lib/mount
+
+teardown()
+{
+	fs_teardown
+}
+
+# stat_of NAME: the counter NAME of the root's user.etcd.stats
+stat_of()
+{
+	local kv
+
+	for kv in $(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT"); do
+		if [[ ${kv%%=*} == "$1" ]]; then
+			echo "${kv#*=}"
+			return 0
+		fi
+	done
+	echo "no counter '$1' in user.etcd.stats" >&2
+	return 1
+}
+
+# snap: every counter into the array SNAP (name -> value)
+snap()
+{
+	local kv
+
+	declare -gA SNAP=()
+	for kv in $(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT"); do
+		SNAP[${kv%%=*}]=${kv#*=}
+	done
+}
+
+# delta NAME: how much NAME grew since snap
+delta()
+{
+	echo $(($(stat_of "$1") - SNAP[$1]))
+}
+
+# put_dir N: keys /d/k0000.. (values v0000..: tests/lib/puts_http.py),
+# more than one READDIRPLUS carries, then a fresh mount of them; their
+# values, as `cat` of them all prints them, in $BATS_TEST_TMPDIR/want
+put_dir()
+{
+	local i
+
+	puts_http /d/k "$1"
+	for ((i = 0; i < $1; i++)); do
+		printf 'v%04d' "$i"
+	done >"$BATS_TEST_TMPDIR/want"
+	fs_unmount
+	fs_mount
+}
+
+@test "the root's user.etcd.stats counts the kernel's requests" {
+	fs_setup
+	kv_put /a 1
+	local before
+
+	before=$(stat_of open)
+	cat "$MNT/a" >/dev/null
+	[ "$(stat_of open)" -eq $((before + 1)) ]
+	[[ $(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT") == lookup=* ]]
+}
+
+@test "a cold cat of every file of a directory: one OPEN and RELEASE each, no LOOKUP, GETATTR or READ" {
+	fs_setup
+	put_dir 500
+	ls -d "$MNT/d" >/dev/null
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr) read $(delta read)"
+	[ "$(delta readdirplus)" -ge 1 ]
+	[ "$(delta readdir)" -eq 0 ]
+	[ "$(delta lookup)" -eq 0 ]
+	[ "$(delta open)" -eq 500 ]
+	[ "$(delta release)" -eq 500 ]
+	[ "$(delta flush)" -eq 0 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta stored)" -eq 500 ]
+	# the getxattr of the root's counters may revalidate the root
+	[ "$(delta getattr)" -le 1 ]
+}
+
+@test "a warm cat sends no GETATTR nor READ: the first read marked no atime stale" {
+	fs_setup
+	put_dir 500
+	cat "$MNT"/d/* >/dev/null
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr) read $(delta read)"
+	[ "$(delta lookup)" -eq 0 ]
+	[ "$(delta getattr)" -le 1 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta open)" -eq 500 ]
+	[ "$(delta stored)" -eq 0 ]
+}
+
+@test "a file changed by another client is read whole after its first cold read" {
+	fs_setup
+	put_dir 2
+	[ "$(cat "$MNT/d/k0000")" = v0000 ]
+	# a longer value, then a shorter one: pages of the old revision must
+	# not show through
+	kv_put /d/k0000 "$(head -c 3000 /dev/zero | tr '\0' x)"
+	[ "$(cat "$MNT/d/k0000")" = "$(head -c 3000 /dev/zero | tr '\0' x)" ]
+	kv_put /d/k0000 short
+	[ "$(cat "$MNT/d/k0000")" = short ]
+	[ "$(stat -c %s "$MNT/d/k0000")" -eq 5 ]
+}
