@@ -121,3 +121,44 @@ put_dir()
 	[ "$(cat "$MNT/d/k0000")" = short ]
 	[ "$(stat -c %s "$MNT/d/k0000")" -eq 5 ]
 }
+
+# A value of 1 KiB, read once (so that its pages are in the kernel's
+# cache), then changed through the mount with @1 (a shell command on
+# "$f"); the file and etcd must then hold @2.
+overwrite_case()
+{
+	local f=$MNT/d/k0000
+
+	kv_put /d/k0000 "$(head -c 1024 /dev/zero | tr '\0' a)"
+	cat "$f" >/dev/null
+	eval "$1"
+	[ "$(cat "$f")" = "$2" ]
+	[ "$(kv_get /d/k0000)" = "$2" ]
+	[ "$(stat -c %s "$f")" -eq "${#2}" ]
+}
+
+@test "printf hi > f over a 1 KiB value whose pages the kernel holds leaves exactly hi" {
+	fs_setup
+	overwrite_case 'printf hi >"$f"' hi
+}
+
+@test "append and partial overwrite of a file whose pages the kernel holds" {
+	fs_setup
+	local a
+
+	a=$(head -c 1024 /dev/zero | tr '\0' a)
+	overwrite_case 'printf xy >>"$f"' "${a}xy"
+	overwrite_case 'printf XY | dd of="$f" bs=1 seek=2 conv=notrunc status=none' \
+		"aaXY${a:4}"
+	overwrite_case 'truncate -s 3 "$f"' aaa
+}
+
+@test "a file open for reading keeps its content across another client's changes" {
+	fs_setup
+	kv_put /d/k0000 first
+	exec 8<"$MNT/d/k0000"
+	kv_put /d/k0000 second-and-longer
+	[ "$(cat "$MNT/d/k0000")" = second-and-longer ]
+	[ "$(cat <&8)" = first ]
+	exec 8<&-
+}
