@@ -665,6 +665,9 @@ if want 7; then
 			esac
 		done
 	done
+	# the echo replays the new directories for inotify, 10 ms each,
+	# on the mount: let it finish, or the unmount finds the mount busy
+	sleep 3
 	mnt_down || fail "unmount failed"
 fi
 
