@@ -23,7 +23,7 @@ static struct fs *fs_of(fuse_req_t req)
 }
 
 /*
- * The errno of a commit that failed on the file a setattr is about: the
+ * The -errno of a commit that failed on the file a setattr is about: the
  * open file it came through, or, for a new file not in etcd yet, any file
  * open on it (utimensat and fchmod do not say which).  0 if none.
  * fs->lock held.
@@ -33,12 +33,12 @@ static int failed_commit(struct node *n, struct fuse_file_info *fi)
 	struct handle *h = fi ? handle_of(fi) : NULL;
 
 	if (h && !h->echo && h->failed_err)
-		return h->failed_err;
+		return -h->failed_err;
 	if (!n->pending)
 		return 0;
 	for (h = n->handles; h; h = h->nnext)
 		if (h->failed_err)
-			return h->failed_err;
+			return -h->failed_err;
 	return 0;
 }
 
@@ -149,7 +149,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* touch of a file whose creation failed: it is in no etcd */
 	if (failed && (to_set & ~FUSE_SET_ATTR_SIZE)) {
-		fuse_reply_err(req, failed);
+		fuse_reply_err(req, -failed);
 		return;
 	}
 	/* chmod and chown that change nothing succeed: cp and sed call them */

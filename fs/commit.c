@@ -67,11 +67,11 @@ int node_local_resize(struct fs *fs, struct node *n, size_t size)
 
 	if (!n->value)
 		cap = 0;
-	lru_unlink(fs, n);
+	lru_unlink(&fs->tree, n);
 	ret = resize(&n->value, &n->size, &cap, size);
 	if (!ret)
 		n->value_cap = cap - 1;
-	lru_link(fs, n);
+	lru_link(&fs->tree, n);
 	fs_now(&n->mtime);
 	return ret;
 }
@@ -133,7 +133,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		inflight_begin(fs, in, key, key_len);
 	pin_take(fs, key, key_len, pid, &base);
 	/* what the mirror knows saves the read, if it is what we based on */
-	cur = tree_find_key(fs, key, key_len);
+	cur = tree_find_key(&fs->tree, key, key_len);
 	if (base > 0 && cur && !cur->local && !cur->pending && cur->value &&
 	    cur->mod_revision == base) {
 		sugg.key = (char *)key;
@@ -170,11 +170,13 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		else
 			fuse_log(FUSE_LOG_ERR, "etcdfs: '%s' not saved: %s\n",
 				 err.key, err.msg);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
 	/* a handle's node may have been replaced: the tree's is the key's */
-	cur = n->removed && !n->pending ? tree_find_key(fs, key, key_len) : n;
+	cur = n;
+	if (n->removed && !n->pending)
+		cur = tree_find_key(&fs->tree, key, key_len);
 	/*
 	 * Files open on it read the old value from the kernel's cache: the
 	 * new one goes to a new inode (one inode, one revision), so that no
@@ -182,8 +184,8 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	 */
 	if (cur && own && cur->nopen > (cur == n ? 1u : 0u) && !cur->local &&
 	    !cur->pending)
-		cur = tree_replace(fs, cur, &inv) ?: cur;
-	if (cur && !node_set_value(fs, cur, data, len)) {
+		cur = tree_replace(&fs->tree, cur, &inv) ?: cur;
+	if (cur && !node_set_value(&fs->tree, cur, data, len)) {
 		cur->mod_revision = out.mod_revision;
 		cur->create_revision = out.create_revision;
 		cur->version = out.version;
@@ -194,8 +196,8 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		/* the mirror has it: its watch event changes nothing */
 		own_change_add(fs, key, key_len, out.mod_revision);
 	}
-	if (out.mod_revision > fs->revision)
-		fs->revision = out.mod_revision;
+	if (out.mod_revision > fs->tree.revision)
+		fs->tree.revision = out.mod_revision;
 	inflight_end(fs, in);
 	pthread_mutex_unlock(&fs->lock);
 	fs_send_invals(fs, &inv);
@@ -419,7 +421,7 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 	pthread_mutex_lock(&fs->lock);
 	if (!ret && h->set_times) {
 		/* times set before the close (cp -a, tar): the key's now */
-		struct node *cur = tree_find_key(fs, key, key_len);
+		struct node *cur = tree_find_key(&fs->tree, key, key_len);
 
 		if (cur && cur->mod_revision == rev)
 			node_set_times(cur, h->set_times, &h->set_atime,
@@ -442,7 +444,7 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
 		h->failed_err = -ret;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	return ret ? ret : 1;
+	return ret ? ret : HANDLE_COMMITTED;
 }
 
 /*
@@ -613,7 +615,7 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	else if (!err)
 		err = -ENOMEM;
 	pthread_mutex_lock(&fs->lock);
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	pthread_mutex_unlock(&fs->lock);
 	free(data);
 	free(key);
@@ -640,7 +642,7 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 	if (writer)
 		handle_committed(fs, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret > 0 && !writer)
+	if (ret == HANDLE_COMMITTED && !writer)
 		handle_committed(fs, ino);
 }
 

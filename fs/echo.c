@@ -71,6 +71,7 @@
 #include "echo.h"
 #include "fs_i.h"
 #include "names.h"
+#include "thread.h"
 
 /* How long one change's syscalls may take before the process is killed. */
 #define ECHO_TIMEOUT_MS 5000
@@ -119,9 +120,9 @@ static void apply_direct(struct fs *fs, struct echo_ev *e,
 			 struct inval_list *inv)
 {
 	if (e->del)
-		tree_delete(fs, e->kv.key, e->kv.key_len, e->rev, inv);
+		tree_delete(&fs->tree, e->kv.key, e->kv.key_len, e->rev, inv);
 	else
-		tree_put(fs, &e->kv, inv);
+		tree_put(&fs->tree, &e->kv, inv);
 	e->applied = true;
 }
 
@@ -150,14 +151,14 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 {
 	size_t plen, len = 0, i = 0;
 	char *p = names_key_to_path(e->kv.key, e->kv.key_len, &plen);
-	struct node *dir = fs->root, *n;
+	struct node *dir = fs->tree.root, *n;
 	const char *c, *end, *slash;
 
 	*ndirs = 0;
 	if (!p)
 		return ECHO_DIRECT;
 	path[0] = '\0';
-	n = tree_find_key(fs, e->kv.key, e->kv.key_len);
+	n = tree_find_key(&fs->tree, e->kv.key, e->kv.key_len);
 	if (n && (n->local || n->pending))
 		goto direct;
 	if (e->del) {
@@ -166,7 +167,7 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 		/* "%value", or one about to become the lone "%value" */
 		if (strcmp(n->name, NAMES_VALUE) == 0 ||
 		    (n->parent->nchildren == 2 &&
-		     tree_child(fs, n->parent, NAMES_VALUE,
+		     tree_child(&fs->tree, n->parent, NAMES_VALUE,
 				strlen(NAMES_VALUE))))
 			goto direct;
 	} else if (n && e->kv.mod_revision <= n->mod_revision) {
@@ -175,7 +176,7 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 	c = p;
 	end = p + plen;
 	while ((slash = memchr(c, '/', (size_t)(end - c)))) {
-		struct node *d = dir ? tree_child(fs, dir, c,
+		struct node *d = dir ? tree_child(&fs->tree, dir, c,
 						  (size_t)(slash - c)) : NULL;
 
 		if (d && d->type == NODE_FILE)
@@ -193,7 +194,8 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 	if (!path_add(path, &len, c, (size_t)(end - c)))
 		goto direct;
 	if (dir && !n) {
-		struct node *d = tree_child(fs, dir, c, (size_t)(end - c));
+		struct node *d = tree_child(&fs->tree, dir, c,
+					    (size_t)(end - c));
 
 		if (d && d->type == NODE_DIR &&
 		    !path_add(path, &len, NAMES_VALUE, strlen(NAMES_VALUE)))
@@ -206,7 +208,7 @@ static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
 	if (e->del)
 		return ECHO_DELETE;
 	/* open files keep what they read: the change goes to a new inode */
-	if (n && n->nopen && !tree_replace(fs, n, inv))
+	if (n && n->nopen && !tree_replace(&fs->tree, n, inv))
 		return ECHO_DIRECT;
 	return n ? ECHO_MODIFY : ECHO_CREATE;
 direct:
@@ -662,7 +664,7 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	if (!e->applied)
 		apply_direct(fs, e, &inv);
 	if (!e->del) {
-		n = tree_find_key(fs, e->kv.key, e->kv.key_len);
+		n = tree_find_key(&fs->tree, e->kv.key, e->kv.key_len);
 		/* the echo's write went through the page cache: drop it */
 		if (n && n->nlookup)
 			inval_add(&inv, false, node_id(fs, n), NULL, 0);
@@ -705,7 +707,6 @@ static void *echo_main(void *arg)
 
 int echo_start(struct fs *fs)
 {
-	sigset_t all, old;
 	int ret;
 
 	memset(&fs->echo_child, 0, sizeof(fs->echo_child));
@@ -720,11 +721,8 @@ int echo_start(struct fs *fs)
 	fs->echo_child.wake = eventfd(0, EFD_CLOEXEC);
 	if (fs->echo_child.wake < 0)
 		return -errno;
-	/* FUSE's signal handlers must keep running on the main thread */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	ret = pthread_create(&fs->echo_thread, NULL, echo_main, fs);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* with every signal blocked: FUSE's handlers stay on its threads */
+	ret = thread_start(&fs->echo_thread, echo_main, fs);
 	if (ret) {
 		close(fs->echo_child.wake);
 		return -ret;
@@ -749,7 +747,8 @@ void echo_stop(struct fs *fs)
 	if (eventfd_write(fs->echo_child.wake, 1))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: echo: cannot wake the echo "
 			 "thread: %s\n", strerror(errno));
-	pthread_join(fs->echo_thread, NULL);
+	/* its waits are the queue's and the process's, woken above */
+	thread_stop(&fs->echo_thread);
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = false;
 	pthread_mutex_unlock(&fs->lock);

@@ -53,7 +53,10 @@
 #include "echo.h"
 #include "fs.h"
 
-/* Reads exactly @len bytes: 1, 0 at EOF before any, or -errno. */
+/* read_full()'s answer when it read every byte asked for */
+#define READ_ALL 1
+
+/* Reads exactly @len bytes: READ_ALL, 0 at EOF before any, or -errno. */
 static int read_full(int fd, void *buf, size_t len)
 {
 	char *p = buf;
@@ -70,7 +73,7 @@ static int read_full(int fd, void *buf, size_t len)
 		p += r;
 		len -= (size_t)r;
 	}
-	return 1;
+	return READ_ALL;
 }
 
 static int write_full(int fd, const void *buf, size_t len)
@@ -244,33 +247,42 @@ static int replay(int root, const struct echo_msg *m, char *path,
 	}
 }
 
-/* Reads the rest of message @m; 0, or -1 if the daemon is gone or odd. */
+/*
+ * Reads the rest of message @m; 0, or -EPROTO if the daemon is gone or
+ * odd (or -ENOMEM).
+ */
 static int read_body(const struct echo_msg *m, char *path, char **value)
 {
 	uint32_t i;
 
 	if (m->path_len >= PATH_MAX || m->ndirs > ECHO_MAX_DIRS)
-		return -1;
+		return -EPROTO;
 	for (i = 0; i < m->ndirs; i++)
 		if (m->dirs[i] >= m->path_len)
-			return -1;
-	if (read_full(ECHO_FD, path, m->path_len) != 1)
-		return -1;
+			return -EPROTO;
+	if (read_full(ECHO_FD, path, m->path_len) != READ_ALL)
+		return -EPROTO;
 	path[m->path_len] = '\0';
 	*value = NULL;
 	if (!m->value_len)
 		return 0;
 	if (m->value_len > SIZE_MAX / 2)
-		return -1;
+		return -EPROTO;
 	*value = malloc(m->value_len);
-	if (!*value || read_full(ECHO_FD, *value, m->value_len) != 1) {
+	if (!*value)
+		return -ENOMEM;
+	if (read_full(ECHO_FD, *value, m->value_len) != READ_ALL) {
 		free(*value);
 		*value = NULL;
-		return -1;
+		return -EPROTO;
 	}
 	return 0;
 }
 
+/*
+ * Replays the daemon's messages until it closes its end; the process's
+ * exit status (0, or 1 when a message could not be read), not an errno.
+ */
 static int serve(const char *mnt)
 {
 	static char path[PATH_MAX];

@@ -164,10 +164,10 @@ static void handle_free(struct fs *fs, struct handle *h)
 
 		inval_add(&inv, true, node_id(fs, dir), n->name, n->name_len);
 		inval_add(&inv, false, node_id(fs, dir), NULL, 0);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, dir);
 	}
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	pthread_mutex_unlock(&fs->lock);
 	fs_send_invals(fs, &inv);
 	pthread_mutex_destroy(&h->lock);
@@ -218,18 +218,19 @@ again:
 		/* the revision the mirror has: only its value was missing */
 		if (kv.mod_revision == n->mod_revision && !n->value &&
 		    !n->removed)
-			err = node_set_value(fs, n, kv.value, kv.value_len);
+			err = node_set_value(&fs->tree, n, kv.value,
+					     kv.value_len);
 		else
-			err = tree_put(fs, &kv, &inv);
+			err = tree_put(&fs->tree, &kv, &inv);
 	} else if (ret == STORE_ENOTFOUND) {
-		err = tree_delete(fs, key, key_len, 0, &inv);
+		err = tree_delete(&fs->tree, key, key_len, 0, &inv);
 	} else {
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
 			 err_info.key, err_info.msg);
-		err = -fs_errno(ret);
+		err = fs_errno(ret);
 	}
 out:
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	free(key);
 	store_kv_release(&kv);
 	inval_release(&inv);
@@ -338,7 +339,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (echo && !echo->del && n->key_len == echo->kv.key_len &&
 	    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
 		/* another client changed it: the echo's open applies it */
-		tree_put(fs, &echo->kv, &inv);
+		tree_put(&fs->tree, &echo->kv, &inv);
 		echo->applied = true;
 	} else if (echo) {
 		echo = NULL;
@@ -368,7 +369,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	for (refreshed = false;; refreshed = true) {
 		if (!echo && !wr && src->removed && !src->pending &&
 		    !src->local)
-			src = tree_find_key(fs, n->key, n->key_len) ?: src;
+			src = tree_find_key(&fs->tree, n->key,
+					    n->key_len) ?: src;
 		if (echo || src->local || src->pending || src->removed)
 			break;
 		if ((src->value || trunc) &&
@@ -392,7 +394,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	node_touch(fs, src);
+	node_touch(&fs->tree, src);
 	h = echo || wr ? handle_new(fs, n, fi, fuse_req_ctx(req)->pid,
 				    echo != NULL)
 		       : handle_new_from(fs, n, src, fi, fuse_req_ctx(req)->pid);
@@ -454,8 +456,8 @@ static int new_file(struct fs *fs, struct node *dir, const char *name,
 	ret = fs_name_key(fs, dir, name, NODE_FILE, &key, &key_len);
 	if (ret)
 		return ret;
-	n = tree_new_node(fs, dir, name, strlen(name), NODE_FILE);
-	if (!n || node_set_value(fs, n, "", 0)) {
+	n = tree_new_node(&fs->tree, dir, name, strlen(name), NODE_FILE);
+	if (!n || node_set_value(&fs->tree, n, "", 0)) {
 		free(key);
 		return -ENOMEM;
 	}
@@ -498,24 +500,25 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (echo) {
 		/* another client made this key: the echo's creat applies it */
-		if (echo->del || tree_child(fs, dir, name, strlen(name)) ||
-		    tree_put(fs, &echo->kv, &inv)) {
+		if (echo->del ||
+		    tree_child(&fs->tree, dir, name, strlen(name)) ||
+		    tree_put(&fs->tree, &echo->kv, &inv)) {
 			err = EIO;
 			goto out;
 		}
 		echo->applied = true;
 		inval_release(&inv);
-		n = tree_child(fs, dir, name, strlen(name));
+		n = tree_child(&fs->tree, dir, name, strlen(name));
 		if (!n) {
 			err = EIO;
 			goto out;
 		}
 		goto open;
 	}
-	n = tree_child(fs, dir, name, strlen(name));
+	n = tree_child(&fs->tree, dir, name, strlen(name));
 	/* a writer starts from the last close's commit, still in flight */
 	if (n && !n->local && inflight_wait(fs, n))
-		n = tree_child(fs, dir, name, strlen(name));
+		n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (n && (fi->flags & O_EXCL)) {
 		err = EEXIST;
 		goto out;
@@ -530,7 +533,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = -fs_load_value(fs, n);
 		if (err)
 			goto out;
-		n = tree_child(fs, dir, name, strlen(name));
+		n = tree_child(&fs->tree, dir, name, strlen(name));
 		if (n && (n->type == NODE_DIR ||
 			  (!n->value && !n->local && !n->pending))) {
 			err = n->type == NODE_DIR ? EISDIR : EIO;
@@ -560,7 +563,7 @@ open:
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		pthread_mutex_lock(&fs->lock);
-		node_forget(fs, n, 1);
+		node_forget(&fs->tree, n, 1);
 		pthread_mutex_unlock(&fs->lock);
 		handle_free(fs, h);
 	}
@@ -592,7 +595,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	dir = node_of(fs, parent);
 	if (dir->type != NODE_DIR)
 		err = ENOTDIR;
-	else if (tree_child(fs, dir, name, strlen(name)))
+	else if (tree_child(&fs->tree, dir, name, strlen(name)))
 		err = EEXIST;
 	else
 		err = -new_file(fs, dir, name, &n);
@@ -603,7 +606,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		if (err)
 			fuse_reply_err(req, err);
 		else
-			fs_reply_entry_unref(fs, req, n, true);
+			fs_reply_entry_unref(fs, req, n);
 		return;
 	}
 	/* no close will follow: the empty key is made now */
@@ -620,16 +623,16 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	free(key);
 	pthread_mutex_lock(&fs->lock);
 	if (err && n->pending && n->parent)
-		node_drop(fs, n);
+		node_drop(&fs->tree, n);
 	if (err) {
-		node_unref(fs, n);
+		node_unref(&fs->tree, n);
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err == ESTALE ? EEXIST : err);
 		return;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	/* still referenced: a watch event cannot free it before the reply */
-	fs_reply_entry_unref(fs, req, n, true);
+	fs_reply_entry_unref(fs, req, n);
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -10,7 +10,7 @@
  *
  * Files (open, read) are in file.c, writes and commits in commit.c,
  * setattr in attr.c, unlink and rename in move.c, extended attributes and
- * pins in xattr.c, the tree itself in node.c.
+ * pins in xattr.c, the tree itself (no FUSE) in tree.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
  * renaming a directory that holds keys (EXDEV: mv copies instead).
@@ -32,34 +32,34 @@ int fs_errno(int err)
 	case STORE_OK:
 		return 0;
 	case STORE_ENOTFOUND:
-		return ENOENT;
+		return -ENOENT;
 	case STORE_EEXISTS:
-		return EEXIST;
+		return -EEXIST;
 	case STORE_ECONFLICT:
 	case STORE_EPRECONDITION:
-		return ESTALE;
+		return -ESTALE;
 	case STORE_EUNREACHABLE:
-		return ENOTCONN;
+		return -ENOTCONN;
 	case STORE_ETIMEOUT:
 	case STORE_EUNKNOWN:	/* a write that may have been applied */
-		return ETIMEDOUT;
+		return -ETIMEDOUT;
 	case STORE_EUNAUTHENTICATED:
 	case STORE_EPERMISSION:
-		return EACCES;
+		return -EACCES;
 	case STORE_ETOOLARGE:
-		return EFBIG;
+		return -EFBIG;
 	case STORE_EINVAL:
-		return EINVAL;
+		return -EINVAL;
 	case STORE_ENOTSUP:
-		return ENOTSUP;
+		return -ENOTSUP;
 	case STORE_ENOSPC:
-		return ENOSPC;
+		return -ENOSPC;
 	case STORE_EINTERNAL:
-		return ENOMEM;
+		return -ENOMEM;
 	case STORE_ECOMPACTED:
 	case STORE_EBADREPLY:
 	default:
-		return EIO;
+		return -EIO;
 	}
 }
 
@@ -68,14 +68,22 @@ void fs_now(struct timespec *ts)
 	clock_gettime(CLOCK_REALTIME, ts);
 }
 
+/* The kernel's node id is the node's address, the root's FUSE_ROOT_ID. */
+static uint64_t tree_node_id(const struct tree *t, const struct node *n)
+{
+	return n == t->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
 fuse_ino_t node_id(struct fs *fs, struct node *n)
 {
-	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+	return tree_node_id(&fs->tree, n);
 }
 
 struct node *node_of(struct fs *fs, fuse_ino_t ino)
 {
-	return ino == FUSE_ROOT_ID ? fs->root : (struct node *)(uintptr_t)ino;
+	if (ino == FUSE_ROOT_ID)
+		return fs->tree.root;
+	return (struct node *)(uintptr_t)ino;
 }
 
 static struct fs *fs_of(fuse_req_t req)
@@ -122,26 +130,19 @@ static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e
 	n->nlookup++;
 }
 
-void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n)
-{
-	fs_reply_entry_unref(fs, req, n, false);
-}
-
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
-			  bool unref)
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n)
 {
 	struct fuse_entry_param e;
 
 	pthread_mutex_lock(&fs->lock);
 	fill_entry(fs, n, &e);
 	/* the entry's lookup holds it now: the caller's reference may go */
-	if (unref)
-		node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		/* the request was interrupted: the kernel took no reference */
 		pthread_mutex_lock(&fs->lock);
-		node_forget(fs, n, 1);
+		node_forget(&fs->tree, n, 1);
 		pthread_mutex_unlock(&fs->lock);
 	}
 }
@@ -154,11 +155,11 @@ void fs_send_invals(struct fs *fs, struct inval_list *l)
 		struct inval *iv = &l->v[i];
 
 		if (iv->entry)
-			fuse_lowlevel_notify_inval_entry(fs->se, iv->ino,
+			fuse_lowlevel_notify_inval_entry(fs->se, iv->id,
 							 iv->name,
 							 iv->name_len);
 		else
-			fuse_lowlevel_notify_inval_inode(fs->se, iv->ino, 0, 0);
+			fuse_lowlevel_notify_inval_inode(fs->se, iv->id, 0, 0);
 	}
 	inval_release(l);
 }
@@ -203,7 +204,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
 			 "changes will not show as inotify events\n");
 	pthread_mutex_lock(&fs->lock);
-	from = fs->revision + 1;
+	from = fs->tree.revision + 1;
 	pthread_mutex_unlock(&fs->lock);
 	fs_start_watch(fs, from);
 }
@@ -249,15 +250,15 @@ static int lookup_dir(struct fs *fs, struct node *dir, const char *name,
 	ret = store_list(fs->store, prefix, prefix_len,
 			 fs->cfg.quorum ? STORE_READ_QUORUM : 0, &l, &serr);
 	pthread_mutex_lock(&fs->lock);
-	node_unref(fs, dir);
+	node_unref(&fs->tree, dir);
 	free(prefix);
 	if (ret) {
 		store_list_release(&l);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	ret = l.n ? 0 : -ENOENT;
 	for (i = 0; i < l.n && !ret; i++)
-		ret = tree_put(fs, &l.kvs[i], inv);
+		ret = tree_put(&fs->tree, &l.kvs[i], inv);
 	store_list_release(&l);
 	return ret;
 }
@@ -285,13 +286,13 @@ static int lookup_key(struct fs *fs, struct node *dir, const char *name)
 	ret = store_get(fs->store, key, key_len,
 			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv, &serr);
 	pthread_mutex_lock(&fs->lock);
-	node_unref(fs, dir);
+	node_unref(&fs->tree, dir);
 	if (ret == 0)
-		ret = tree_put(fs, &kv, &inv);
+		ret = tree_put(&fs->tree, &kv, &inv);
 	else if (ret == STORE_ENOTFOUND)
 		ret = lookup_dir(fs, dir, name, &inv);
 	else
-		ret = -fs_errno(ret);
+		ret = fs_errno(ret);
 	store_kv_release(&kv);
 	inval_release(&inv);
 	free(key);
@@ -317,13 +318,13 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_mutex_lock(&fs->lock);
 again:
-	dir = dir_of(fs, parent, &err);
-	if (!dir) {
+	err = -dir_of(fs, parent, &dir);
+	if (err) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err);
 		return;
 	}
-	n = tree_child(fs, dir, name, len);
+	n = tree_child(&fs->tree, dir, name, len);
 	if (!n && fs->cfg.nowatch && !refreshed) {
 		/* without a watch the tree may be old: ask etcd */
 		int ret = lookup_key(fs, dir, name);
@@ -352,7 +353,7 @@ again:
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		pthread_mutex_lock(&fs->lock);
-		node_forget(fs, n, 1);
+		node_forget(&fs->tree, n, 1);
 		pthread_mutex_unlock(&fs->lock);
 	}
 }
@@ -363,7 +364,7 @@ static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 
 	pthread_mutex_lock(&fs->lock);
 	if (ino != FUSE_ROOT_ID)
-		node_forget(fs, node_of(fs, ino), nlookup);
+		node_forget(&fs->tree, node_of(fs, ino), nlookup);
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_none(req);
 }
@@ -377,7 +378,7 @@ static void fs_forget_multi(fuse_req_t req, size_t count,
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < count; i++) {
 		if (forgets[i].ino != FUSE_ROOT_ID)
-			node_forget(fs, node_of(fs, forgets[i].ino),
+			node_forget(&fs->tree, node_of(fs, forgets[i].ino),
 				    forgets[i].nlookup);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -459,8 +460,8 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	dir = dir_of(fs, ino, &err);
-	if (!dir)
+	err = -dir_of(fs, ino, &dir);
+	if (err)
 		goto out_unlock;
 	dir->refs++;
 	dh->dir = dir;
@@ -475,7 +476,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	fi->fh = (uint64_t)(uintptr_t)dh;
 	/*
 	 * With the watch, the kernel may keep the listing: every name that
-	 * comes or goes invalidates the directory's inode (node.c), and the
+	 * comes or goes invalidates the directory's inode (tree.c), and the
 	 * kernel drops the listing itself on the mount's own changes.
 	 */
 	fi->cache_readdir = !fs->cfg.nowatch;
@@ -483,7 +484,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_open(req, fi);
 	return;
 out_unref:
-	node_unref(fs, dir);
+	node_unref(&fs->tree, dir);
 out_unlock:
 	pthread_mutex_unlock(&fs->lock);
 	free_dir_handle(dh);
@@ -536,7 +537,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			struct node *c = NULL;
 
 			if (i >= 2) {
-				c = tree_child(fs, dh->dir, d->name,
+				c = tree_child(&fs->tree, dh->dir, d->name,
 					       strlen(d->name));
 				if (!c)
 					continue;
@@ -549,7 +550,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 						      &e, (off_t)(i + 1));
 			if (used > left) {
 				if (c)
-					node_forget(fs, c, 1);
+					node_forget(&fs->tree, c, 1);
 				break;
 			}
 		} else {
@@ -589,7 +590,7 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
 
 	pthread_mutex_lock(&fs->lock);
-	node_unref(fs, dh->dir);
+	node_unref(&fs->tree, dh->dir);
 	pthread_mutex_unlock(&fs->lock);
 	free_dir_handle(dh);
 	fuse_reply_err(req, 0);
@@ -609,14 +610,14 @@ static char *node_path(struct fs *fs, struct node *n, size_t *len)
 	struct node *p;
 	char *path;
 
-	for (p = n; p && p != fs->root; p = p->parent)
+	for (p = n; p && p != fs->tree.root; p = p->parent)
 		total += p->name_len + 1;
 	path = malloc(total + 1);
 	if (!path)
 		return NULL;
 	off = total ? total - 1 : 0;
 	path[off] = '\0';
-	for (p = n; p && p != fs->root; p = p->parent) {
+	for (p = n; p && p != fs->tree.root; p = p->parent) {
 		off -= p->name_len;
 		memcpy(path + off, p->name, p->name_len);
 		if (off) {
@@ -644,7 +645,8 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
 	if (kind == NAMES_INVALID || kind == NAMES_PART ||
-	    (kind == NAMES_VALUE_OF && (type == NODE_DIR || dir == fs->root)))
+	    (kind == NAMES_VALUE_OF &&
+	     (type == NODE_DIR || dir == fs->tree.root)))
 		return -EINVAL;
 	/* v2 has directory nodes: a key cannot be a directory's prefix too */
 	if (kind == NAMES_VALUE_OF &&
@@ -692,7 +694,7 @@ int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 /*
  * A backend with directories (etcd v2) makes or removes @n's in etcd too;
  * the others (v3) have none, and the directory lives in the mount.
- * fs->lock held, and dropped for the request.  0, or the errno (logged);
+ * fs->lock held, and dropped for the request.  0, or -errno (logged);
  * a directory already there, or already gone, is no failure, but one that
  * still holds keys cannot be removed (ENOTEMPTY).
  */
@@ -704,7 +706,7 @@ static int dir_op(struct fs *fs, struct node *n, bool make)
 	int ret;
 
 	if (!key)
-		return ENOMEM;
+		return -ENOMEM;
 	memcpy(key, n->key, len);
 	n->refs++;
 	pthread_mutex_unlock(&fs->lock);
@@ -714,7 +716,7 @@ static int dir_op(struct fs *fs, struct node *n, bool make)
 	n->refs--;
 	free(key);
 	if (!make && ret == STORE_EEXISTS)
-		return ENOTEMPTY;	/* keys below it that we do not know */
+		return -ENOTEMPTY;	/* keys below it that we do not know */
 	if (ret == STORE_ENOTSUP || ret == STORE_EEXISTS ||
 	    ret == STORE_ENOTFOUND)
 		return 0;
@@ -740,17 +742,17 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		err = EROFS;
 		goto out;
 	}
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
+	err = -dir_of(fs, parent, &dir);
+	if (err)
 		goto out;
-	if (tree_child(fs, dir, name, strlen(name))) {
+	if (tree_child(&fs->tree, dir, name, strlen(name))) {
 		err = EEXIST;
 		goto out;
 	}
 	err = -fs_name_key(fs, dir, name, NODE_DIR, &key, &key_len);
 	if (err)
 		goto out;
-	n = tree_new_node(fs, dir, name, strlen(name), NODE_DIR);
+	n = tree_new_node(&fs->tree, dir, name, strlen(name), NODE_DIR);
 	if (!n) {
 		free(key);
 		err = ENOMEM;
@@ -760,17 +762,17 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	n->key_len = key_len;
 	/* a directory the echo makes holds a key in a moment */
 	n->local = !echo;
-	err = echo ? 0 : dir_op(fs, n, true);
+	err = echo ? 0 : -dir_op(fs, n, true);
 	if (err) {
 		if (!n->removed)
-			node_drop(fs, n);
+			node_drop(&fs->tree, n);
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, err);
 		return;
 	}
 	n->refs++;	/* until the entry's lookup holds it */
 	pthread_mutex_unlock(&fs->lock);
-	fs_reply_entry_unref(fs, req, n, true);
+	fs_reply_entry_unref(fs, req, n);
 	return;
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -795,10 +797,10 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = EROFS;
 		goto out;
 	}
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
+	err = -dir_of(fs, parent, &dir);
+	if (err)
 		goto out;
-	n = tree_child(fs, dir, name, strlen(name));
+	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n)
 		err = ENOENT;
 	else if (echo && n->local)
@@ -810,13 +812,13 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
-	err = echo ? 0 : dir_op(fs, n, false);
+	err = echo ? 0 : -dir_op(fs, n, false);
 	if (err)
 		goto out;
 	if (!n->removed)
-		node_drop(fs, n);
+		node_drop(&fs->tree, n);
 	if (!echo)
-		tree_keep(fs, dir);
+		tree_keep(&fs->tree, dir);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_err(req, err);
@@ -829,7 +831,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv = { 0 };
 
 	pthread_mutex_lock(&fs->lock);
-	sv.f_files = fs->nnodes;
+	sv.f_files = fs->tree.nnodes;
 	pthread_mutex_unlock(&fs->lock);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;
@@ -915,55 +917,20 @@ struct fs *fs_new(const struct fs_config *cfg)
 	pthread_mutex_init(&fs->echo_lock, NULL);
 	pthread_cond_init(&fs->echo_cond, NULL);
 	pthread_cond_init(&fs->inflight_cond, NULL);
-	fs->nbuckets = 1024;
-	fs->buckets = calloc(fs->nbuckets, sizeof(*fs->buckets));
-	fs->root = calloc(1, sizeof(*fs->root));
-	if (!fs->buckets || !fs->root)
-		goto err;
-	fs->root->type = NODE_DIR;
-	fs->root->ino = FUSE_ROOT_ID;
-	fs->root->nlookup = 1;
-	fs->root->name = strdup("");
-	fs->root->key = strdup("");
-	if (!fs->root->name || !fs->root->key)
-		goto err;
-	fs->next_ino = FUSE_ROOT_ID;
-	fs_now(&fs->mounted);
-	fs->root->mtime = fs->mounted;
-	return fs;
-err:
-	if (fs->root) {
-		free(fs->root->name);
-		free(fs->root->key);
+	if (tree_init(&fs->tree, cfg->value_budget, fs_now, tree_node_id)) {
+		temp_names_free(fs->temp);
+		free(fs);
+		return NULL;
 	}
-	free(fs->root);
-	free(fs->buckets);
-	temp_names_free(fs->temp);
-	free(fs);
-	return NULL;
+	/* the kernel's reference to the root, which it never forgets */
+	fs->tree.root->nlookup = 1;
+	fs->mounted = fs->tree.root->mtime;
+	return fs;
 }
 
 void fs_set_session(struct fs *fs, struct fuse_session *se)
 {
 	fs->se = se;
-}
-
-static void free_subtree(struct node *n)
-{
-	struct node *c, *next;
-
-	for (c = n->child; c; c = next) {
-		next = c->next;
-		free_subtree(c);
-	}
-	if (n->name != n->name_buf)
-		free(n->name);
-	free(n->key);
-	free(n->value);
-	if (n->rare)
-		free(n->rare->ghost_key);
-	free(n->rare);
-	free(n);
 }
 
 void fs_free(struct fs *fs)
@@ -972,9 +939,7 @@ void fs_free(struct fs *fs)
 		return;
 	fs_destroy(fs);
 	/* the session is gone: every node still in the tree goes with it */
-	free_subtree(fs->root);
-	limbo_free(fs);
-	free(fs->buckets);
+	tree_release(&fs->tree);
 	pins_free(fs);
 	own_changes_free(fs);
 	temp_names_free(fs->temp);

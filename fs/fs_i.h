@@ -2,10 +2,19 @@
  * fs_i.h - what the modules of fs/ share: the filesystem, its tree of nodes
  * (the mirror of etcd under the mount prefix), open files and pins
  *
- * Lock order: fs->lock, then a handle's lock.  fs->lock is never held
- * across a request to etcd nor across a call into the kernel (replies and
- * notifications), so a slow cluster never stalls lookups of other files and
- * a notification can never wait on a handler that waits on us.
+ * Lock order: a handle's lock (h->lock), then fs->lock, then
+ * fs->echo_lock.  A handle's lock is taken first (by the read, write,
+ * truncation, flush, fsync and release of that open file) and held across
+ * its commit (commit.c's handle_commit), a request to etcd, so that one
+ * open file's writes and commits go one at a time; fs->lock is taken and
+ * dropped inside it, more than once.  fs->lock is never held across a
+ * request to etcd nor across a call into the kernel (replies and
+ * notifications), so a slow cluster never stalls lookups of other files
+ * and a notification can never wait on a handler that waits on us.  fs->echo_lock guards the echo's queue alone (echo.c), and is
+ * taken with fs->lock held (live.c's fs_apply) or alone.
+ *
+ * Inside fs/ every function returns 0 or -errno (or a named positive
+ * value, HANDLE_COMMITTED); only the FUSE handlers reply, with the errno.
  */
 #ifndef ETCDFS_FS_I_H
 #define ETCDFS_FS_I_H
@@ -21,126 +30,8 @@
 #include "fs.h"
 #include "store.h"
 #include "temp.h"
-
-enum node_type {
-	NODE_DIR,
-	NODE_FILE,
-};
-
-/*
- * A file or directory of the mount.  A file is one key (or a local file:
- * an editor's temp file, or a new file not committed yet); a directory is
- * the set of keys below its prefix, or a local directory made by mkdir.
- * The kernel's node id is the node's address (the root's is FUSE_ROOT_ID);
- * st_ino is ino, given once and kept for the node's lifetime.
- *
- * Every field is protected by fs->lock.
- */
-/* What few nodes need at once: kept apart, so that the others are smaller. */
-struct node_rare {
-	/*
-	 * A key renamed away to a temp name (an editor's backup) is not
-	 * deleted at once: its temp file remembers it here, and the key is
-	 * deleted only if the temp file is removed while no new file took
-	 * the key's place.
-	 */
-	char *ghost_key;
-	size_t ghost_key_len;
-	int64_t ghost_rev;
-
-	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
-	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
-
-	/*
-	 * Times set by utimensat (touch, cp -a, tar, rsync -t), in memory
-	 * only (attr.c): the mtime is the node's own; atime and ctime are
-	 * these while the node's mtime is still set_mtime, so that a new
-	 * revision (or a write) resets them all.
-	 */
-	bool times_set;
-	struct timespec set_mtime;
-	struct timespec atime;
-	struct timespec ctime;
-	/* the mode chmod gave a local file (temp files, mkdir'd dirs) */
-	bool mode_set;
-	mode_t mode;
-};
-
-struct node {
-	struct node *parent;		/* NULL for the root and removed nodes */
-	struct node *hnext;		/* hash chain of (parent, name) */
-	struct node *child;		/* first child (directories) */
-	struct node *next;		/* sibling list */
-	struct node *prev;
-	size_t nchildren;
-
-	char *name;			/* encoded component, NUL-terminated */
-	size_t name_len;
-	char *key;			/* a file's key; a directory's prefix */
-	size_t key_len;
-
-	uint64_t ino;
-	/* the small fields side by side: a mirror holds millions of nodes */
-	enum node_type type : 8;
-	bool local;		/* a mkdir'd dir, or a file that lives only in
-				 * memory (temp files) */
-	bool pending;		/* a new file not committed to etcd yet */
-	bool removed;		/* out of the tree; freed when unreferenced */
-	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
-	bool in_lru;		/* its value counts against the value budget */
-	unsigned short cached_readers;	/* open files reading the kernel's
-					 * pages (file.c) */
-	unsigned refs;		/* open handles and requests in flight */
-	unsigned nopen;		/* open handles (but the echo's) */
-	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
-				 * committed (file.c) */
-	unsigned ndirs;		/* directories: subdirectories among the
-				 * children (st_nlink is 2 + ndirs) */
-
-	uint64_t nlookup;	/* the kernel's references */
-	struct handle *handles;	/* open for writing, newest first */
-	int64_t cache_rev;	/* the revision of the kernel's pages of the
-				 * inode: 0 it never had any, CACHE_UNKNOWN
-				 * some of no known revision (file.c) */
-
-	/*
-	 * Files: the value as etcd has it (or the local content).  NULL in
-	 * a key's file means the value budget evicted it: size and the
-	 * revisions are still right, and the value is read again from etcd
-	 * when a file is opened (file.c).
-	 */
-	char *value;
-	struct node *lru_prev;		/* values in memory, newest first */
-	struct node *lru_next;
-	size_t size;
-	size_t value_cap;	/* local files grow in place */
-	int64_t mod_revision;
-	int64_t create_revision;
-	int64_t version;
-	int64_t lease;
-	struct timespec mtime;	/* when this revision was first seen; a
-				 * directory's: when a name last came or
-				 * went in it */
-	struct node_rare *rare;	/* NULL but for a few files at a time */
-	uint64_t seen;		/* reconcile generation */
-	char name_buf[];	/* name, unless renamed since made */
-};
-
-#define CACHE_UNKNOWN ((int64_t)-1)
-
-/* A notification for the kernel, sent once fs->lock is released. */
-struct inval {
-	bool entry;		/* entry (parent, name), else inode ino */
-	fuse_ino_t ino;
-	char *name;
-	size_t name_len;
-};
-
-struct inval_list {
-	struct inval *v;
-	size_t n;
-	size_t cap;
-};
+#include "thread.h"
+#include "tree.h"
 
 /*
  * An open file (file.c): for a key, its own copy of the value, taken at
@@ -230,6 +121,9 @@ struct echo_child {
 	bool gone;		/* the mountpoint was not the mount, last time */
 };
 
+/* node->cache_rev: the kernel may hold pages of no known revision */
+#define CACHE_UNKNOWN ((int64_t)-1)
+
 /* The kernel's requests, counted (stats.c); FS_STAT_STORED: values pushed. */
 enum fs_stat {
 	FS_STAT_LOOKUP,
@@ -258,21 +152,9 @@ struct fs {
 	struct fuse_session *se;
 
 	pthread_mutex_t lock;
-	struct node *root;		/* protected by lock, like all below */
-	struct node *limbo;		/* removed nodes the kernel still has */
-	struct node **buckets;
-	size_t nbuckets;
-	size_t nnodes;
-	uint64_t next_ino;
-	uint64_t gen;
-	int64_t revision;		/* the highest revision applied */
+	struct tree tree;		/* protected by lock, like all below */
 	struct pin *pins;
 	size_t npins;
-
-	/* the values of keys held in memory, under cfg.value_budget */
-	struct node *lru_head;
-	struct node *lru_tail;
-	size_t value_bytes;
 
 	bool loaded;			/* the first listing is in */
 	/*
@@ -297,7 +179,7 @@ struct fs {
 	struct echo_ev *echo_cur;
 	pid_t echo_pid;
 	struct echo_child echo_child;
-	pthread_t echo_thread;
+	struct thread echo_thread;	/* helper/thread.h */
 	bool echo_running;
 	pthread_mutex_t echo_lock;	/* guards the queue and the below */
 	pthread_cond_t echo_cond;
@@ -328,25 +210,23 @@ void fs_now(struct timespec *ts);
 fuse_ino_t node_id(struct fs *fs, struct node *n);
 struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
-/* The directory @ino, or NULL with ENOTDIR in *@errp.  fs->lock held. */
-static inline struct node *dir_of(struct fs *fs, fuse_ino_t ino, int *errp)
+/* The directory @ino in *@dirp: 0, or -ENOTDIR.  fs->lock held. */
+static inline int dir_of(struct fs *fs, fuse_ino_t ino, struct node **dirp)
 {
 	struct node *dir = node_of(fs, ino);
 
-	if (dir->type != NODE_DIR) {
-		*errp = ENOTDIR;
-		return NULL;
-	}
-	return dir;
+	if (dir->type != NODE_DIR)
+		return -ENOTDIR;
+	*dirp = dir;
+	return 0;
 }
-void fs_reply_entry(struct fs *fs, fuse_req_t req, struct node *n);
 /*
- * As fs_reply_entry, for a node the caller referenced (n->refs++) under
- * fs->lock and unlocked since: a watch event cannot free it meanwhile.
- * The reference is dropped once the entry's lookup holds the node.
+ * Replies the entry of @n, which counts as the kernel's lookup of it, for
+ * a node the caller referenced (n->refs++) under fs->lock and unlocked
+ * since, so that a watch event cannot free it meanwhile.  That reference
+ * is dropped once the entry's lookup holds the node.  fs->lock not held.
  */
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n,
-			  bool unref);
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
 void fs_log_store_error(const char *what, const struct store_error *err);
 
@@ -387,59 +267,6 @@ bool inflight_wait(struct fs *fs, struct node *n);
  */
 int fs_refresh_dir(struct fs *fs, struct node *dir);
 int fs_start_watch(struct fs *fs, int64_t from);
-
-/* node.c: all with fs->lock held */
-struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
-			size_t len);
-struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
-			   size_t len, enum node_type type);
-void tree_detach(struct fs *fs, struct node *n);
-void tree_attach(struct fs *fs, struct node *n, struct node *dir,
-		 const char *name, size_t len);
-void node_unref(struct fs *fs, struct node *n);
-void node_forget(struct fs *fs, struct node *n, uint64_t nlookup);
-/* Takes @n out of the tree; freed once nothing refers to it. */
-void node_drop(struct fs *fs, struct node *n);
-void limbo_free(struct fs *fs);
-/*
- * Sets a file's value; then, under a value budget, evicts the values least
- * recently used (never @n's).  lru_unlink/lru_link bracket any other change
- * of a file's value or size; node_touch marks a value as just used.
- */
-int node_set_value(struct fs *fs, struct node *n, const char *value,
-		   size_t len);
-void lru_unlink(struct fs *fs, struct node *n);
-/* @n's rare part, made if needed; NULL when out of memory. */
-struct node_rare *node_rare(struct node *n);
-/* The key a temp file took over from an editor's rename, or NULL. */
-static inline const char *node_ghost(const struct node *n)
-{
-	return n->rare ? n->rare->ghost_key : NULL;
-}
-void lru_link(struct fs *fs, struct node *n);
-void node_touch(struct fs *fs, struct node *n);
-int tree_put(struct fs *fs, const struct store_kv *kv,
-	     struct inval_list *inv);
-int tree_delete(struct fs *fs, const char *key, size_t key_len,
-		int64_t rev, struct inval_list *inv);
-struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len);
-void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv);
-void tree_keep(struct fs *fs, struct node *dir);
-struct node *tree_replace(struct fs *fs, struct node *n,
-			  struct inval_list *inv);
-int tree_reconcile(struct fs *fs, struct node *dir,
-		   const struct store_list *l, struct inval_list *inv);
-uint64_t tree_reconcile_begin(struct fs *fs);
-int tree_reconcile_page(struct fs *fs, uint64_t gen,
-			const struct store_list *l, struct inval_list *inv);
-int tree_reconcile_end(struct fs *fs, struct node *dir, uint64_t gen,
-		       int64_t rev, struct inval_list *inv);
-bool tree_dir_has_keys(struct node *dir);
-int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
-		       struct node ***out, size_t *n);
-int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
-	      const char *name, size_t len);
-void inval_release(struct inval_list *l);
 
 int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 		enum node_type type, char **key, size_t *key_len);
@@ -487,11 +314,13 @@ enum commit_kind {
 	COMMIT_FSYNC,
 	COMMIT_RELEASE,		/* the last close, which nobody hears */
 };
+/* handle_commit()'s answer when it sent a commit, and it succeeded */
+#define HANDLE_COMMITTED 1
 /*
  * Commits @h's copy if it needs it: when written, when its file is new,
  * when its last commit failed, or (fsync, release) when it was only
- * truncated.  Returns 1 if it committed, 0 if there was nothing to, or a
- * negative errno.  @h->lock held.
+ * truncated.  Returns HANDLE_COMMITTED if it committed, 0 if there was
+ * nothing to, or -errno.  @h->lock held.
  */
 int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind);
 /* After a commit of inode @ino: the kernel drops its pages and size. */

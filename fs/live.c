@@ -163,7 +163,7 @@ bool inflight_wait(struct fs *fs, struct node *n)
 			break;
 		}
 	}
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	return waited;
 }
 
@@ -192,10 +192,10 @@ int fs_refresh_dir(struct fs *fs, struct node *dir)
 	free(prefix);
 	if (ret) {
 		fs_log_store_error("cannot list", &err);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
-	ret = dir->removed ? 0 : tree_reconcile(fs, dir, &l, &inv);
+	ret = dir->removed ? 0 : tree_reconcile(&fs->tree, dir, &l, &inv);
 	pthread_mutex_unlock(&fs->lock);
 	store_list_release(&l);
 	fs_send_invals(fs, &inv);
@@ -221,8 +221,8 @@ static int load_page(void *arg, struct store_list *page, bool first,
 	(void)err;
 	pthread_mutex_lock(&fs->lock);
 	if (first)
-		ld->gen = tree_reconcile_begin(fs);
-	ret = tree_reconcile_page(fs, ld->gen, page, &inv);
+		ld->gen = tree_reconcile_begin(&fs->tree);
+	ret = tree_reconcile_page(&fs->tree, ld->gen, page, &inv);
 	pthread_mutex_unlock(&fs->lock);
 	inval_release(&inv);
 	if (ret) {
@@ -242,8 +242,8 @@ int fs_load(struct fs *fs, struct store_error *err)
 	ret = store_list_pages(fs->store, "", 0, 0, load_page, &ld, &rev, err);
 	if (!ret) {
 		pthread_mutex_lock(&fs->lock);
-		ld.nomem = tree_reconcile_end(fs, fs->root, ld.gen, rev,
-					      &inv) != 0;
+		ld.nomem = tree_reconcile_end(&fs->tree, fs->tree.root, ld.gen,
+					      rev, &inv) != 0;
 		pthread_mutex_unlock(&fs->lock);
 		inval_release(&inv);
 	}
@@ -300,9 +300,9 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 	    echo_queue(fs, del, kv, rev) == 0)
 		return;
 	if (del)
-		tree_delete(fs, kv->key, kv->key_len, rev, inv);
+		tree_delete(&fs->tree, kv->key, kv->key_len, rev, inv);
 	else
-		tree_put(fs, kv, inv);
+		tree_put(&fs->tree, kv, inv);
 }
 
 /* Sends the invalidations fs_apply() gathered.  fs->lock held, dropped. */
@@ -352,14 +352,14 @@ static void relist(struct fs *fs)
 		 * read from a member behind, or a write that completed
 		 * meanwhile): a key it deleted would come back.  List again.
 		 */
-		if (l.revision >= fs->revision || tries >= 5)
+		if (l.revision >= fs->tree.revision || tries >= 5)
 			break;
 		pthread_mutex_unlock(&fs->lock);
 		store_list_release(&l);
 	}
-	gen = ++fs->gen;
+	gen = tree_reconcile_begin(&fs->tree);
 	for (i = 0; i < l.n; i++) {
-		struct node *n = tree_find_key(fs, l.kvs[i].key,
+		struct node *n = tree_find_key(&fs->tree, l.kvs[i].key,
 					       l.kvs[i].key_len);
 
 		if (n)
@@ -367,7 +367,7 @@ static void relist(struct fs *fs)
 		if (!n || n->mod_revision < l.kvs[i].mod_revision)
 			fs_apply(fs, false, &l.kvs[i], 0);
 	}
-	if (tree_collect_stale(fs, gen, l.revision, &stale, &nstale) == 0) {
+	if (!tree_collect_stale(&fs->tree, gen, l.revision, &stale, &nstale)) {
 		for (i = 0; i < nstale; i++) {
 			struct store_kv kv = {
 				.key = stale[i]->key,
@@ -380,8 +380,8 @@ static void relist(struct fs *fs)
 	free(stale);
 	/* the listing has them; their events will not come */
 	own_changes_drop(fs, l.revision);
-	if (l.revision > fs->revision)
-		fs->revision = l.revision;
+	if (l.revision > fs->tree.revision)
+		fs->tree.revision = l.revision;
 	rev = l.revision;
 	/* this thread's watch ends when the callback returns: join it later */
 	if (fs->watch && fs->nold < sizeof(fs->old) / sizeof(fs->old[0])) {
@@ -414,8 +414,8 @@ static void watch_event(void *arg, const struct store_event *ev)
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:
-		if (ev->revision > fs->revision)
-			fs->revision = ev->revision;
+		if (ev->revision > fs->tree.revision)
+			fs->tree.revision = ev->revision;
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_ERROR:

@@ -55,7 +55,7 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		pthread_mutex_unlock(&fs->lock);
 		if (ret != STORE_EPRECONDITION)
 			fs_log_store_error("cannot delete", &err);
-		return -fs_errno(ret);
+		return fs_errno(ret);
 	}
 	/* the key is gone from the mirror too: its event changes nothing */
 	if (!ret)
@@ -67,26 +67,29 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 		inval_add(inv, true, node_id(fs, dir), n->name, n->name_len);
 		inval_add(inv, false, node_id(fs, dir), NULL, 0);
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, dir);
 	}
-	if (drev > fs->revision)
-		fs->revision = drev;
+	if (drev > fs->tree.revision)
+		fs->tree.revision = drev;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
 
-/* The echo's unlink: another client deleted the key.  fs->lock held. */
+/*
+ * The echo's unlink: another client deleted the key.  fs->lock held.  0,
+ * or -EPERM if that is not what the echo replays.
+ */
 static int unlink_echo(struct fs *fs, struct echo_ev *echo, struct node *n)
 {
 	if (!echo->del || n->key_len != echo->kv.key_len ||
 	    memcmp(n->key, echo->kv.key, n->key_len) != 0)
-		return EPERM;
+		return -EPERM;
 	/* the echo's rmdirs prune; writers' commits then fail (ESTALE) */
-	node_drop(fs, n);
+	node_drop(&fs->tree, n);
 	echo->applied = true;
-	if (echo->rev > fs->revision)
-		fs->revision = echo->rev;
+	if (echo->rev > fs->tree.revision)
+		fs->tree.revision = echo->rev;
 	return 0;
 }
 
@@ -114,10 +117,10 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		goto out;
 	}
 again:
-	dir = dir_of(fs, parent, &err);
-	if (!dir)
+	err = -dir_of(fs, parent, &dir);
+	if (err)
 		goto out;
-	n = tree_child(fs, dir, name, strlen(name));
+	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n) {
 		err = ENOENT;
 		goto out;
@@ -127,7 +130,7 @@ again:
 		goto out;
 	}
 	if (echo) {
-		err = unlink_echo(fs, echo, n);
+		err = -unlink_echo(fs, echo, n);
 		goto out;
 	}
 	/* a commit of this file (a close's, at release) goes first */
@@ -165,8 +168,8 @@ again:
 	if (!key) {
 		/* local or not committed yet: nothing in etcd */
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, dir);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, dir);
 		goto out;
 	}
 	n->refs++;
@@ -189,10 +192,10 @@ again:
 		struct node *d = n->parent;
 
 		node_drop_writers(fs, n);
-		node_drop(fs, n);
-		tree_keep(fs, d);
+		node_drop(&fs->tree, n);
+		tree_keep(&fs->tree, d);
 	}
-	node_unref(fs, n);
+	node_unref(&fs->tree, n);
 	free(key);
 out:
 	pthread_mutex_unlock(&fs->lock);
@@ -212,12 +215,12 @@ static void tree_move(struct fs *fs, struct node *n, struct node *dir,
 
 	if (old && old != n) {
 		node_drop_writers(fs, old);
-		node_drop(fs, old);
+		node_drop(&fs->tree, old);
 	}
-	tree_detach(fs, n);
-	tree_attach(fs, n, dir, name, strlen(name));
+	tree_detach(&fs->tree, n);
+	tree_attach(&fs->tree, n, dir, name, strlen(name));
 	if (from && from != dir)
-		tree_keep(fs, from);
+		tree_keep(&fs->tree, from);
 }
 
 /* Replaces @n's key (a malloc()ed buffer it takes). */
@@ -285,7 +288,10 @@ static int move_in_two(struct fs *fs, const char *from, size_t from_len,
 	return ret;
 }
 
-/* One rename of a file, for the helpers below; fs->lock held in each. */
+/*
+ * One rename of a file, for the helpers below; fs->lock held in each, and
+ * each returns 0 or -errno.
+ */
 struct rename_op {
 	struct fs *fs;
 	pid_t pid;
@@ -325,10 +331,10 @@ static int rename_dir(struct rename_op *op)
 
 	/* a directory of keys would be many transactions: mv copies */
 	if (!op->n->local || op->n->nchildren)
-		return EXDEV;
+		return -EXDEV;
 	if (old && (old->type != NODE_DIR || old->nchildren))
-		return old->type != NODE_DIR ? ENOTDIR : ENOTEMPTY;
-	err = -fs_name_key(op->fs, op->ndir, op->newname, NODE_DIR, &op->key,
+		return old->type != NODE_DIR ? -ENOTDIR : -ENOTEMPTY;
+	err = fs_name_key(op->fs, op->ndir, op->newname, NODE_DIR, &op->key,
 			   &op->key_len);
 	if (!err) {
 		node_set_key_own(op->n, op->key, op->key_len);
@@ -345,7 +351,7 @@ static int rename_to_temp(struct rename_op *op)
 
 	if (!n->local && !n->pending && !node_ghost(n)) {
 		if (!node_rare(n))
-			return ENOMEM;
+			return -ENOMEM;
 		n->rare->ghost_key = n->key;
 		n->rare->ghost_key_len = n->key_len;
 		n->rare->ghost_rev = n->mod_revision;
@@ -386,14 +392,14 @@ static int rename_pending(struct rename_op *op)
 	from_key = malloc(n->key_len + 1);
 	if (!from_key) {
 		n->mod_revision = from_rev;
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	memcpy(from_key, n->key, n->key_len);
 	inflight_begin(fs, &in_from, from_key, n->key_len);
 	inflight_begin(fs, &in_to, op->key, op->key_len);
 	pthread_mutex_unlock(&fs->lock);
-	err = -fs_commit_value(fs, n, op->key, op->key_len, n->mod_revision,
-			       "", 0, op->pid, false, &rev, NULL);
+	err = fs_commit_value(fs, n, op->key, op->key_len, n->mod_revision,
+			      "", 0, op->pid, false, &rev, NULL);
 	pthread_mutex_lock(&fs->lock);
 	if (err) {
 		n->mod_revision = from_rev;
@@ -422,7 +428,7 @@ static int rename_local(struct rename_op *op)
 	int err, ret;
 
 	if (!data)
-		return ENOMEM;
+		return -ENOMEM;
 	memcpy(data, n->value, len);
 	from_key = n->rare ? n->rare->ghost_key : NULL;
 	from_len = n->rare ? n->rare->ghost_key_len : 0;
@@ -435,11 +441,10 @@ static int rename_local(struct rename_op *op)
 	/* the watch event of this put waits until n is in place */
 	inflight_begin(fs, &in_to, op->key, op->key_len);
 	pthread_mutex_unlock(&fs->lock);
-	ret = fs_commit_value(fs, n, op->key, op->key_len, op->pre_to, data,
+	err = fs_commit_value(fs, n, op->key, op->key_len, op->pre_to, data,
 			      len, op->pid, false, NULL, NULL);
 	free(data);
 	pthread_mutex_lock(&fs->lock);
-	err = -ret;
 	if (!err) {
 		n->mtime = mtime;	/* rsync -t set it on the temp file */
 		rename_place(op, false);
@@ -485,7 +490,7 @@ static int rename_key(struct rename_op *op)
 	int ret;
 
 	if (!from_key)
-		return ENOMEM;
+		return -ENOMEM;
 	memcpy(from_key, n->key, from_len);
 	pre_from.mod_revision = n->mod_revision;
 	pin_take(fs, from_key, from_len, op->pid, &pre_from.mod_revision);
@@ -510,9 +515,9 @@ static int rename_key(struct rename_op *op)
 		n->version = 1;
 		/* a rename keeps the file's times, as on a local disk */
 		if (carry)
-			node_set_value(fs, n, "", 0);
-		if (rev > fs->revision)
-			fs->revision = rev;
+			node_set_value(&fs->tree, n, "", 0);
+		if (rev > fs->tree.revision)
+			fs->tree.revision = rev;
 		node_writers_moved(fs, n, from_rev, rev);
 		/* the mirror has the move: its events change nothing */
 		own_change_add(fs, from_key, from_len, del_rev);
@@ -551,12 +556,13 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	pthread_mutex_lock(&fs->lock);
 again:
-	dir = dir_of(fs, parent, &err);
-	op.ndir = dir ? dir_of(fs, newparent, &err) : NULL;
-	if (!op.ndir)
+	err = -dir_of(fs, parent, &dir);
+	if (!err)
+		err = -dir_of(fs, newparent, &op.ndir);
+	if (err)
 		goto out;
-	n = op.n = tree_child(fs, dir, name, strlen(name));
-	old = op.old = tree_child(fs, op.ndir, newname, strlen(newname));
+	n = op.n = tree_child(&fs->tree, dir, name, strlen(name));
+	old = op.old = tree_child(&fs->tree, op.ndir, newname, strlen(newname));
 	if (!n) {
 		err = ENOENT;
 		goto out;
@@ -568,7 +574,7 @@ again:
 		goto out;
 	}
 	if (n->type == NODE_DIR) {
-		err = rename_dir(&op);
+		err = -rename_dir(&op);
 		goto out;
 	}
 	if (old && old->type == NODE_DIR) {
@@ -594,7 +600,7 @@ again:
 	if (err)
 		goto out;
 	if (to_temp) {
-		err = rename_to_temp(&op);
+		err = -rename_to_temp(&op);
 		goto out;
 	}
 	op.pre_to = old && !old->local && !old->pending ? old->mod_revision :
@@ -603,14 +609,14 @@ again:
 	if (old)
 		old->refs++;
 	if (n->pending)
-		err = rename_pending(&op);
+		err = -rename_pending(&op);
 	else if (n->local)
-		err = rename_local(&op);
+		err = -rename_local(&op);
 	else
-		err = rename_key(&op);
+		err = -rename_key(&op);
 	if (old)
-		node_unref(fs, old);
-	node_unref(fs, n);
+		node_unref(&fs->tree, old);
+	node_unref(&fs->tree, n);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	free(op.key);

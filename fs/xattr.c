@@ -243,12 +243,13 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 	ssize_t i;
 
 	*big = NULL;
-	if (n == fs->root) {
+	if (n == fs->tree.root) {
 		if (strcmp(name, "user.etcd.endpoint") == 0)
 			return snprintf(buf, size, "%s",
 					store_endpoint(fs->store));
 		if (strcmp(name, "user.etcd.revision") == 0)
-			return snprintf(buf, size, "%" PRId64, fs->revision);
+			return snprintf(buf, size, "%" PRId64,
+					fs->tree.revision);
 		if (strcmp(name, "user.etcd.backend") == 0)
 			return snprintf(buf, size, "%s",
 					store_backend_name(fs->store));
@@ -260,7 +261,7 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 		if (strcmp(name, "user.etcd.valueBytes") == 0)
 			return fs->cfg.value_budget ?
 				       snprintf(buf, size, "%zu",
-						fs->value_bytes) :
+						fs->tree.value_bytes) :
 				       snprintf(buf, size, "all");
 		if (strcmp(name, "user.etcd.stats") == 0)
 			return fs_stats_format(fs, buf, size);
@@ -393,7 +394,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 	pthread_mutex_lock(&fs->lock);
 	node = node_of(fs, ino);
-	if (node == fs->root) {
+	if (node == fs->tree.root) {
 		names = root_names;
 		n = sizeof(root_names) / sizeof(root_names[0]);
 	} else if (is_key_file(node)) {

@@ -307,7 +307,7 @@ static int e2_current(struct store *s, const char *key, size_t key_len,
 static int e2_range(struct store *s, const char *key, size_t key_len,
 		    const char *range_end, size_t range_end_len, int64_t rev,
 		    size_t limit, unsigned flags, struct store_list *out,
-		    bool *more, struct store_error *err)
+		    bool *more, int64_t *count, struct store_error *err)
 {
 	struct transport_reply tr = { 0 };
 	struct etcd2_reply r;
@@ -319,6 +319,8 @@ static int e2_range(struct store *s, const char *key, size_t key_len,
 	int rc;
 
 	*more = false;
+	if (count)
+		*count = -1;	/* the whole tree comes in one reply */
 	if (rev != 0)
 		return store_fail(err, STORE_ENOTSUP, key, key_len, rev,
 				  "etcd v2 cannot read at a past revision");

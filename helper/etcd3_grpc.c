@@ -296,7 +296,7 @@ static int g_get(struct store *s, const char *key, size_t key_len,
 static int g_range(struct store *s, const char *key, size_t key_len,
 		   const char *range_end, size_t range_end_len, int64_t rev,
 		   size_t limit, unsigned flags, struct store_list *out,
-		   bool *more, struct store_error *err)
+		   bool *more, int64_t *count, struct store_error *err)
 {
 	struct etcd3pb_range_req r = {
 		.key = key,
@@ -313,6 +313,8 @@ static int g_range(struct store *s, const char *key, size_t key_len,
 	int rc;
 
 	*more = false;
+	if (count)
+		*count = -1;
 	rc = g_range_call(s, &r, &res, err);
 	if (rc < 0)
 		return rc;
@@ -327,8 +329,101 @@ static int g_range(struct store *s, const char *key, size_t key_len,
 	if (rc == 0) {
 		out->revision = rev > 0 ? rev : res.revision;
 		*more = res.more;
+		if (count)
+			*count = res.count;
 	}
 	etcd3pb_result_release(&res);
+	return rc;
+}
+
+/* Is @kv's key in [@key, @end) (@end "\0": to the end)? */
+static bool g_in_span(const struct store_kv *kv, const struct store_span *sp)
+{
+	size_t n;
+	int c;
+
+	n = kv->key_len < sp->key_len ? kv->key_len : sp->key_len;
+	c = memcmp(kv->key, sp->key, n);
+	if (c < 0 || (c == 0 && kv->key_len < sp->key_len))
+		return false;
+	if (sp->range_end_len == 1 && sp->range_end[0] == '\0')
+		return true;
+	n = kv->key_len < sp->range_end_len ? kv->key_len : sp->range_end_len;
+	c = memcmp(kv->key, sp->range_end, n);
+	return c < 0 || (c == 0 && kv->key_len < sp->range_end_len);
+}
+
+/* Moves the count and first key of the txn's response @res into @sp. */
+static int g_span_result(struct etcd3pb_result *res, struct store_span *sp,
+			 struct store_error *err)
+{
+	if (res->op != ETCD3PB_RANGE || res->count < 0 ||
+	    (res->count > 0) != (res->n == 1) || res->n > 1)
+		return store_fail(err, STORE_EBADREPLY, sp->key, sp->key_len,
+				  0, "%s: a count of %lld with %zu keys",
+				  G_TXN, (long long)res->count, res->n);
+	if (res->n && !g_in_span(&res->kvs[0], sp))
+		return store_fail(err, STORE_EBADREPLY, sp->key, sp->key_len,
+				  0, "%s: the server answered a key outside "
+				  "the range", G_TXN);
+	sp->count = res->count;
+	if (res->n)
+		store_kv_move(&sp->first, &res->kvs[0]);
+	return 0;
+}
+
+/*
+ * One read-only txn of ranges with a limit of 1: etcd counts each range,
+ * walking its keys and no other.
+ */
+static int g_count(struct store *s, struct store_span *spans, size_t n,
+		   int64_t rev, unsigned flags, struct store_error *err)
+{
+	struct etcd3pb_range_req r[STORE_SPANS_PER_REQUEST];
+	struct store_error e = { 0 };
+	struct etcd3pb_txn txn;
+	struct grpc_reply reply;
+	uint8_t *req;
+	size_t len = 0, i;
+	int rc;
+
+	if (n == 0 || n > STORE_SPANS_PER_REQUEST)
+		return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+				  "%zu ranges to count in one request", n);
+	for (i = 0; i < n; i++) {
+		spans[i].count = 0;
+		memset(&spans[i].first, 0, sizeof(spans[i].first));
+		r[i] = (struct etcd3pb_range_req){
+			.key = spans[i].key,
+			.key_len = spans[i].key_len,
+			.range_end = spans[i].range_end,
+			.range_end_len = spans[i].range_end_len,
+			.limit = 1,
+			.revision = rev,
+			.serializable = g_serializable(s, flags),
+			.keys_only = true,
+		};
+	}
+	req = etcd3pb_req_txn_ranges(r, n, &len);
+	rc = g_call(s, G_TXN, req, len, spans[0].key, spans[0].key_len,
+		    G_READ, &reply, err);
+	if (rc < 0)
+		return rc;
+	rc = etcd3pb_decode_txn(reply.msg, reply.len, &txn, &e);
+	grpc_reply_release(&reply);
+	if (rc < 0)
+		return g_decode_fail(err, &e, G_TXN, spans[0].key,
+				     spans[0].key_len);
+	if (!txn.succeeded || txn.n != n)
+		rc = store_fail(err, STORE_EBADREPLY, spans[0].key,
+				spans[0].key_len, 0, "%s: %zu responses to %zu "
+				"ranges", G_TXN, txn.n, n);
+	for (i = 0; rc == 0 && i < n; i++)
+		rc = g_span_result(&txn.res[i], &spans[i], err);
+	etcd3pb_txn_release(&txn);
+	if (rc < 0)
+		for (i = 0; i < n; i++)
+			store_kv_release(&spans[i].first);
 	return rc;
 }
 
@@ -694,6 +789,7 @@ const struct store_backend store_etcd3_backend = {
 	.revision = etcd3g_revision,
 	.get = g_get,
 	.range = g_range,
+	.count = g_count,
 	.cas = g_cas,
 	.del = g_del,
 	.move = g_move,

@@ -43,6 +43,10 @@ struct etcd3pb_range_req {
 
 uint8_t *etcd3pb_req_range(const struct etcd3pb_range_req *r, size_t *len);
 
+/* A txn without compares whose success branch is the @n ranges of @r. */
+uint8_t *etcd3pb_req_txn_ranges(const struct etcd3pb_range_req *r, size_t n,
+				size_t *len);
+
 /*
  * Compare-and-swap: a txn that puts @value at @key if its mod_revision is
  * @expect (0: the key is absent; -1: no comparison); the failure branch

@@ -64,6 +64,39 @@ uint8_t *etcd3pb_req_range(const struct etcd3pb_range_req *r, size_t *len)
 	return pb_frame(&rr.base, len);
 }
 
+uint8_t *etcd3pb_req_txn_ranges(const struct etcd3pb_range_req *r, size_t n,
+				size_t *len)
+{
+	Etcdserverpb__TxnRequest t = ETCDSERVERPB__TXN_REQUEST__INIT;
+	Etcdserverpb__RangeRequest init = ETCDSERVERPB__RANGE_REQUEST__INIT;
+	pb_op op_init = ETCDSERVERPB__REQUEST_OP__INIT;
+	Etcdserverpb__RangeRequest *rr = calloc(n ? n : 1, sizeof(*rr));
+	pb_op *ops = calloc(n ? n : 1, sizeof(*ops));
+	pb_op **opp = calloc(n ? n : 1, sizeof(*opp));
+	uint8_t *buf = NULL;
+	size_t i;
+
+	if (rr && ops && opp) {
+		for (i = 0; i < n; i++) {
+			rr[i] = init;
+			pb_range_fill(&rr[i], &r[i]);
+			ops[i] = op_init;
+			ops[i].request_case =
+				ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_RANGE;
+			ops[i].request_range = &rr[i];
+			opp[i] = &ops[i];
+		}
+		/* no compares: the success branch runs */
+		t.success = opp;
+		t.n_success = n;
+		buf = pb_frame(&t.base, len);
+	}
+	free(opp);
+	free(ops);
+	free(rr);
+	return buf;
+}
+
 /* A compare of @target (MOD or CREATE) on @key for equality with @rev. */
 static void pb_compare(Etcdserverpb__Compare *c, const char *key,
 		       size_t key_len, Etcdserverpb__Compare__CompareTarget t,

@@ -147,6 +147,21 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 		     int64_t *rev, struct store_error *err);
 
 /*
+ * What the store's listings cost so far, for tests and benchmarks: the
+ * requests they sent, the keys etcd walked to answer them (the sum of the
+ * counts of the ranges they asked for: etcd visits every key of a range
+ * to count it, limit or not) and the keys they fetched.
+ */
+struct store_list_stats {
+	uint64_t requests;
+	uint64_t walked;
+	uint64_t fetched;
+	uint64_t count_us;	/* time in requests that only counted */
+	uint64_t fetch_us;	/* time in requests that fetched keys */
+};
+void store_list_stats(struct store *s, struct store_list_stats *out);
+
+/*
  * Creates @key with @value; EEXISTS if it exists.  @lease 0: none.
  * On success *@rev (if not NULL) is the new key's mod_revision.
  */

@@ -19,6 +19,20 @@
 #include "store.h"
 #include "transport.h"
 
+/* Spans counted in one request: well under etcd's --max-txn-ops (128). */
+#define STORE_SPANS_PER_REQUEST	64
+
+/* A range of keys [key, range_end) a listing counts (store_backend.count). */
+struct store_span {
+	const char *key;
+	size_t key_len;
+	const char *range_end;		/* "\0": to the end */
+	size_t range_end_len;
+	int64_t count;			/* set by count */
+	struct store_kv first;		/* set by count: the first key, owned;
+					 * zeroed if there is none */
+};
+
 struct store_backend {
 	const char *name;
 
@@ -37,13 +51,24 @@ struct store_backend {
 	 * Reads every key in [key, range_end) with at most @limit keys per
 	 * request, at revision @rev (0: current); appends to @out, sets
 	 * out->revision, and sets *@more if keys are left after the last
-	 * one returned.
+	 * one returned.  *@count (if not NULL): the keys of the whole range
+	 * at that revision, as the server counted them, or -1 if it does
+	 * not say.
 	 */
 	int (*range)(struct store *s, const char *key, size_t key_len,
 		     const char *range_end, size_t range_end_len,
 		     int64_t rev, size_t limit, unsigned flags,
-		     struct store_list *out, bool *more,
+		     struct store_list *out, bool *more, int64_t *count,
 		     struct store_error *err);
+
+	/*
+	 * Counts the keys of each of the @n spans (1 to
+	 * STORE_SPANS_PER_REQUEST) at revision @rev (> 0) and reads the first
+	 * key of each (without its value), in one request.  May be NULL
+	 * (etcd2): listings then page.
+	 */
+	int (*count)(struct store *s, struct store_span *spans, size_t n,
+		     int64_t rev, unsigned flags, struct store_error *err);
 
 	/*
 	 * Puts @value at @key if its mod_revision is @expect (0: absent,
@@ -165,6 +190,13 @@ struct store_priv {
 	uint64_t refresh_seen;		/* atomic; the transport's unreachable
 					 * count after the last refresh */
 
+	/* What listings cost (store_list_stats), atomic. */
+	uint64_t list_requests;
+	uint64_t list_walked;
+	uint64_t list_fetched;
+	uint64_t list_count_us;		/* in requests that only count */
+	uint64_t list_fetch_us;		/* in those that fetch keys */
+
 	/* The writes of one key, one at a time: see store_update.c. */
 	pthread_mutex_t write_locks[STORE_WRITE_STRIPES];
 	int64_t write_revs[STORE_WRITE_STRIPES];	/* by write_locks */
@@ -203,5 +235,6 @@ int store_read_rc(int rc, struct store_error *err);
 /* Refreshes the endpoints if due (store_members.c). */
 void store_refresh_maybe(struct store *s);
 int64_t store_now_ms(void);
+int64_t store_now_us(void);
 
 #endif /* ETCDFS_STORE_I_H */

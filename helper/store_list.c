@@ -1,13 +1,24 @@
 /*
  * store_list.c - listing a prefix at one revision, a page at a time
- * (store_list_pages, store_list of helper/store.h)
+ * (store_list_pages, store_list, store_list_stats of helper/store.h)
  *
- * Pages have tight range ends (the prefix's own end, each page starting
- * right after the last key of the one before), so that listing is linear
- * on etcd 3.4, which counts every key to the end of the range for each
- * page.  Every page is read at the first page's revision; if etcd
- * compacts that revision between two pages the listing starts over,
- * STORE_LIST_RESTARTS times at most.
+ * etcd (3.4 to 3.6) walks every key of a range to count it, even when
+ * the range has a limit, so paging with the prefix's own range end costs
+ * O(n^2 / page).  Here no request walks more than its own range: the
+ * first request reads the first page and the count of the whole prefix
+ * (one walk), and fixes the revision every later request reads at; the
+ * rest of the prefix is cut (helper/store_split.c) into sub-ranges with
+ * tight ends, counted with limit-1 ranges in one read-only txn
+ * (store_backend.count), and each sub-range of at most a page is fetched
+ * whole, neighbours merged up to a page; a bigger one is cut again.  A
+ * sub-range cut STORE_LIST_DEPTH times, or one that cannot be cut, is
+ * paged within its own tight end.  So a listing walks each key about once
+ * per level of cutting, and holds at most a page of keys, plus the
+ * bounds of the sub-ranges still to read.  A backend without counts
+ * (etcd2, which sends the whole tree in one reply) pages as before.
+ *
+ * If etcd compacts the listing's revision before it is done, the listing
+ * starts over at a newer one, STORE_LIST_RESTARTS times at most.
  *
  * What it cannot do: a consistent listing of more than one prefix.
  */
@@ -15,9 +26,79 @@
 #include <string.h>
 
 #include "store_i.h"
+#include "store_split.h"
 
 /* A list whose later page was compacted away is read again, this often. */
 #define STORE_LIST_RESTARTS		3
+/* A sub-range is cut again at most this often, then paged. */
+#define STORE_LIST_DEPTH		24
+/* Cuts of one sub-range: two txns of counts. */
+#define STORE_LIST_CUTS			127
+
+/* A sub-range [lo, hi) still to read, with its count. */
+struct list_span {
+	char *lo;		/* owned */
+	size_t lo_len;
+	char *hi;		/* owned; NULL: to the end */
+	size_t hi_len;
+	int64_t count;
+	unsigned depth;
+};
+
+struct lister {
+	struct store *s;
+	unsigned flags;
+	store_page_fn page;
+	void *arg;
+	const char *full;	/* the prefix, for messages */
+	size_t full_len;
+	int64_t rev;		/* 0 until the first reply */
+	bool first;		/* the next page is the first */
+	struct list_span *stack;	/* the last one is read next */
+	size_t n, cap;
+	struct list_span pend;	/* neighbours to fetch in one request */
+};
+
+static const char list_to_end[1] = { '\0' };
+
+static void span_release(struct list_span *sp)
+{
+	free(sp->lo);
+	free(sp->hi);
+	memset(sp, 0, sizeof(*sp));
+}
+
+static void lister_reset(struct lister *L)
+{
+	while (L->n)
+		span_release(&L->stack[--L->n]);
+	span_release(&L->pend);
+}
+
+/* Counts a request that took since @t0 (store_now_us). */
+static void list_stat(struct store *s, uint64_t walked, uint64_t fetched,
+		      int64_t t0)
+{
+	struct store_priv *p = store_priv(s);
+	uint64_t us = (uint64_t)(store_now_us() - t0);
+
+	__atomic_add_fetch(fetched ? &p->list_fetch_us : &p->list_count_us,
+			   us, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->list_requests, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->list_walked, walked, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->list_fetched, fetched, __ATOMIC_RELAXED);
+}
+
+void store_list_stats(struct store *s, struct store_list_stats *out)
+{
+	struct store_priv *p = store_priv(s);
+
+	out->requests = __atomic_load_n(&p->list_requests, __ATOMIC_RELAXED);
+	out->walked = __atomic_load_n(&p->list_walked, __ATOMIC_RELAXED);
+	out->fetched = __atomic_load_n(&p->list_fetched, __ATOMIC_RELAXED);
+	out->count_us = __atomic_load_n(&p->list_count_us, __ATOMIC_RELAXED);
+	out->fetch_us = __atomic_load_n(&p->list_fetch_us, __ATOMIC_RELAXED);
+}
 
 /*
  * Strips the prefix from out->kvs[from..], dropping the keys outside it;
@@ -40,17 +121,311 @@ static void store_strip_list(struct store *s, struct store_list *out,
 	out->n = j;
 }
 
+/* Hands @l (released here) to the caller's page function. */
+static int list_deliver(struct lister *L, struct store_list *l,
+			struct store_error *err)
+{
+	int rc;
+
+	l->revision = L->rev;
+	store_strip_list(L->s, l, 0);
+	rc = L->page(L->arg, l, L->first, err);
+	L->first = false;
+	store_list_release(l);
+	return rc;
+}
+
+static int list_bad(struct lister *L, struct store_error *err,
+		    const char *what, long long a, long long b)
+{
+	return store_fail(err, STORE_EBADREPLY, L->full, L->full_len, L->rev,
+			  "%s (%lld, %lld)", what, a, b);
+}
+
+/* Pushes [lo, hi) (copied; @hi NULL: to the end) with @count keys. */
+static int list_push(struct lister *L, const char *lo, size_t lo_len,
+		     const char *hi, size_t hi_len, int64_t count,
+		     unsigned depth, struct store_error *err)
+{
+	struct list_span *sp;
+	size_t cap;
+
+	if (L->n == L->cap) {
+		cap = L->cap ? 2 * L->cap : 64;
+		sp = realloc(L->stack, cap * sizeof(*sp));
+		if (!sp)
+			return store_enomem(err, lo, lo_len);
+		L->stack = sp;
+		L->cap = cap;
+	}
+	sp = &L->stack[L->n];
+	memset(sp, 0, sizeof(*sp));
+	sp->lo = store_memdup(lo, lo_len);
+	sp->hi = hi ? store_memdup(hi, hi_len) : NULL;
+	if (!sp->lo || (hi && !sp->hi)) {
+		span_release(sp);
+		return store_enomem(err, lo, lo_len);
+	}
+	sp->lo_len = lo_len;
+	sp->hi_len = hi ? hi_len : 0;
+	sp->count = count;
+	sp->depth = depth;
+	L->n++;
+	return 0;
+}
+
+/*
+ * Pages through [lo, hi) (@hi NULL: to the end) with a limit, each page
+ * starting right after the last key of the one before.  If @may_cut and
+ * the backend counts, stops after the first page and leaves the rest on
+ * the stack to be cut: that first request is the only one that walks the
+ * whole range.
+ */
+static int list_paged(struct lister *L, const char *lo, size_t lo_len,
+		      const char *hi, size_t hi_len, bool may_cut,
+		      struct store_error *err)
+{
+	struct store *s = L->s;
+	struct store_list l = { 0 };
+	char *start = NULL;
+	const struct store_kv *last;
+	size_t start_len = 0, got;
+	int64_t count, t0;
+	bool more;
+	int rc;
+
+	for (;;) {
+		more = false;
+		count = -1;
+		t0 = store_now_us();
+		rc = s->be_ops->range(s, start ? start : lo,
+				      start ? start_len : lo_len,
+				      hi ? hi : list_to_end, hi ? hi_len : 1,
+				      L->rev, s->cfg.page_size, L->flags, &l,
+				      &more, &count, err);
+		if (rc < 0)
+			break;
+		got = l.n;
+		list_stat(s, count >= 0 ? (uint64_t)count : got, got, t0);
+		/* a later page's header holds the current revision, not the
+		 * one it was read at */
+		if (L->rev == 0)
+			L->rev = l.revision;
+		if (more && (!got || L->rev == 0 ||
+			     (count >= 0 && count <= (int64_t)got))) {
+			rc = list_bad(L, err, "the server promised more keys "
+				      "than it sent or counted", (long long)got,
+				      (long long)count);
+			break;
+		}
+		if (more) {
+			/* go on right after the last key: that key + "\0" */
+			last = &l.kvs[l.n - 1];
+			free(start);
+			start = malloc(last->key_len + 1);
+			if (!start) {
+				rc = store_enomem(err, lo, lo_len);
+				break;
+			}
+			memcpy(start, last->key, last->key_len);
+			start[last->key_len] = '\0';
+			start_len = last->key_len + 1;
+		}
+		rc = list_deliver(L, &l, err);
+		if (rc < 0 || !more)
+			break;
+		if (may_cut && s->be_ops->count && count >= 0) {
+			rc = list_push(L, start, start_len, hi, hi_len,
+				       count - (int64_t)got, 0, err);
+			break;
+		}
+	}
+	store_list_release(&l);
+	free(start);
+	return rc;
+}
+
+/* Fetches the pending neighbours, whose count is known, whole. */
+static int list_flush(struct lister *L, struct store_error *err)
+{
+	struct store *s = L->s;
+	struct list_span *p = &L->pend;
+	struct store_list l = { 0 };
+	int64_t count = -1, t0 = store_now_us();
+	bool more = false;
+	int rc;
+
+	if (p->count == 0)
+		return 0;
+	/* a limit of the count: never reached at a fixed revision */
+	rc = s->be_ops->range(s, p->lo, p->lo_len,
+			      p->hi ? p->hi : list_to_end,
+			      p->hi ? p->hi_len : 1, L->rev, (size_t)p->count,
+			      L->flags, &l, &more, &count, err);
+	if (rc == 0) {
+		list_stat(s, (uint64_t)p->count, l.n, t0);
+		if (more || (int64_t)l.n != p->count)
+			rc = list_bad(L, err, "a range did not hold the keys "
+				      "it was counted with", (long long)l.n,
+				      (long long)p->count);
+	}
+	if (rc == 0)
+		rc = list_deliver(L, &l, err);
+	store_list_release(&l);
+	span_release(p);
+	return rc;
+}
+
+/* Adds @sp (taken over) to the pending neighbours, flushing them if full. */
+static int list_pend(struct lister *L, struct list_span *sp,
+		     struct store_error *err)
+{
+	struct list_span *p = &L->pend;
+	int rc;
+
+	if (sp->count == 0) {
+		span_release(sp);
+		return 0;
+	}
+	if (p->count > 0 &&
+	    p->count + sp->count > (int64_t)L->s->cfg.page_size) {
+		rc = list_flush(L, err);
+		if (rc < 0) {
+			span_release(sp);
+			return rc;
+		}
+	}
+	if (p->count == 0) {
+		*p = *sp;
+		memset(sp, 0, sizeof(*sp));
+		return 0;
+	}
+	/* no key between p's last and sp's first: [p.lo, sp.hi) */
+	free(p->hi);
+	p->hi = sp->hi;
+	p->hi_len = sp->hi_len;
+	p->count += sp->count;
+	sp->hi = NULL;
+	span_release(sp);
+	return 0;
+}
+
+/* Counts @n spans, STORE_SPANS_PER_REQUEST at a time. */
+static int list_count(struct lister *L, struct store_span *spans, size_t n,
+		      struct store_error *err)
+{
+	struct store *s = L->s;
+	uint64_t walked;
+	int64_t t0;
+	size_t i, k, j;
+	int rc;
+
+	for (i = 0; i < n; i += k) {
+		t0 = store_now_us();
+		k = n - i < STORE_SPANS_PER_REQUEST ? n - i :
+			STORE_SPANS_PER_REQUEST;
+		rc = s->be_ops->count(s, spans + i, k, L->rev, L->flags, err);
+		if (rc < 0) {
+			for (j = 0; j < i; j++)
+				store_kv_release(&spans[j].first);
+			return rc;
+		}
+		for (walked = 0, j = i; j < i + k; j++)
+			walked += (uint64_t)spans[j].count;
+		list_stat(s, walked, 0, t0);
+	}
+	return 0;
+}
+
+/*
+ * Cuts @sp, counts the parts and pushes those that hold keys, from their
+ * first key on; pages @sp if it cannot be cut.
+ */
+static int list_cut(struct lister *L, struct list_span *sp,
+		    struct store_error *err)
+{
+	struct store_bound b[STORE_LIST_CUTS];
+	struct store_span spans[STORE_LIST_CUTS + 1];
+	int64_t sum = 0;
+	size_t n = 0, i;
+	int rc;
+
+	if (store_split_points(sp->lo, sp->lo_len, sp->hi, sp->hi_len,
+			       STORE_LIST_CUTS, b, &n) < 0)
+		return store_enomem(err, sp->lo, sp->lo_len);
+	if (n == 0)
+		return list_paged(L, sp->lo, sp->lo_len, sp->hi, sp->hi_len,
+				  false, err);
+	for (i = 0; i <= n; i++) {
+		spans[i] = (struct store_span){
+			.key = i ? b[i - 1].key : sp->lo,
+			.key_len = i ? b[i - 1].len : sp->lo_len,
+			.range_end = i < n ? b[i].key :
+				(sp->hi ? sp->hi : list_to_end),
+			.range_end_len = i < n ? b[i].len :
+				(sp->hi ? sp->hi_len : 1),
+		};
+	}
+	rc = list_count(L, spans, n + 1, err);
+	if (rc < 0)
+		goto out;
+	for (i = 0; i <= n; i++)
+		sum += spans[i].count;
+	if (sum != sp->count)
+		rc = list_bad(L, err, "the counts of a range's parts do not "
+			      "add up to its own", (long long)sum,
+			      (long long)sp->count);
+	/* rightmost first: the leftmost part is read next */
+	for (i = n + 1; rc == 0 && i-- > 0;)
+		if (spans[i].count > 0)
+			rc = list_push(L, spans[i].first.key,
+				       spans[i].first.key_len,
+				       i < n ? b[i].key : sp->hi,
+				       i < n ? b[i].len : sp->hi_len,
+				       spans[i].count, sp->depth + 1, err);
+	for (i = 0; i <= n; i++)
+		store_kv_release(&spans[i].first);
+out:
+	store_bounds_release(b, n);
+	return rc;
+}
+
+/* Reads what the first page left on the stack. */
+static int list_rest(struct lister *L, struct store_error *err)
+{
+	struct list_span sp;
+	int rc = 0;
+
+	while (rc == 0 && L->n) {
+		sp = L->stack[--L->n];
+		if (sp.count <= (int64_t)L->s->cfg.page_size) {
+			rc = list_pend(L, &sp, err);
+			continue;
+		}
+		rc = list_flush(L, err);
+		if (rc == 0 && sp.depth >= STORE_LIST_DEPTH)
+			rc = list_paged(L, sp.lo, sp.lo_len, sp.hi, sp.hi_len,
+					false, err);
+		else if (rc == 0)
+			rc = list_cut(L, &sp, err);
+		span_release(&sp);
+	}
+	if (rc == 0)
+		rc = list_flush(L, err);
+	return rc;
+}
+
 int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 		     unsigned flags, store_page_fn page, void *arg,
 		     int64_t *revision, struct store_error *err)
 {
-	struct store_list l = { 0 };
-	char *full, *end, *start = NULL;
-	size_t full_len, end_len, start_len = 0, got;
-	const struct store_kv *last;
-	int64_t rev;
-	int rc = 0, restarts = 0;
-	bool more, first;
+	struct lister L = {
+		.s = s, .flags = flags, .page = page, .arg = arg,
+	};
+	char *full, *end;
+	size_t full_len, end_len;
+	int rc, restarts = 0;
+	bool to_end;
 
 	store_refresh_maybe(s);
 	full = store_full_key(s, prefix, prefix_len, &full_len);
@@ -61,6 +436,7 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 		free(full);
 		return store_enomem(err, prefix, prefix_len);
 	}
+	to_end = end_len == 1 && end[0] == '\0';
 	if (full_len == 0) {
 		/* Every key: etcd starts a range at "\0", never at "". */
 		free(full);
@@ -71,77 +447,31 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 		}
 		full_len = 1;
 	}
-
-again:
-	rev = 0;
-	for (first = true;; first = false) {
-		more = false;
-		rc = s->be_ops->range(s, start ? start : full,
-				      start ? start_len : full_len, end,
-				      end_len, rev, s->cfg.page_size, flags,
-				      &l, &more, err);
-		if (rc == STORE_ECOMPACTED && rev != 0 &&
-		    restarts < STORE_LIST_RESTARTS) {
-			/*
-			 * Compacted between two pages: the first page's
-			 * revision is gone; read the whole list again at a
-			 * newer one rather than mix revisions.
-			 */
-			restarts++;
-			store_list_release(&l);
-			free(start);
-			start = NULL;
-			goto again;
-		}
-		if (rc < 0) {
-			rc = store_read_rc(rc, err);
-			goto out;
-		}
-		/* A later page's header holds the current revision, not
-		 * the one it was read at. */
-		if (rev == 0)
-			rev = l.revision;
-		else
-			l.revision = rev;
-		got = l.n;
-		if (more && got) {
-			/* Go on right after the last key: that key + "\0". */
-			last = &l.kvs[l.n - 1];
-			free(start);
-			start = malloc(last->key_len + 2);
-			if (!start) {
-				rc = store_enomem(err, full, full_len);
-				goto out;
-			}
-			memcpy(start, last->key, last->key_len);
-			start[last->key_len] = '\0';
-			start[last->key_len + 1] = '\0';
-			start_len = last->key_len + 1;
-		}
-		if (more && !got) {
-			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
-					"the server promised more keys and "
-					"sent none");
-			goto out;
-		}
-		if (more && rev == 0) {
-			rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
-					"no revision in a list reply");
-			goto out;
-		}
-		store_strip_list(s, &l, 0);
-		rc = page(arg, &l, first, err);
-		store_list_release(&l);
-		if (rc < 0)
-			goto out;
-		if (!more)
+	L.full = full;
+	L.full_len = full_len;
+	for (;;) {
+		L.rev = 0;
+		L.first = true;
+		rc = list_paged(&L, full, full_len, to_end ? NULL : end,
+				end_len, true, err);
+		if (rc == 0)
+			rc = list_rest(&L, err);
+		lister_reset(&L);
+		if (rc != STORE_ECOMPACTED || L.rev == 0 ||
+		    restarts >= STORE_LIST_RESTARTS)
 			break;
+		/*
+		 * Compacted before the last page: the first page's revision
+		 * is gone; read the whole list again at a newer one rather
+		 * than mix revisions.
+		 */
+		restarts++;
 	}
-	if (revision)
-		*revision = rev;
-out:
-	store_list_release(&l);
-	free(start);
+	if (rc < 0)
+		rc = store_read_rc(rc, err);
+	else if (revision)
+		*revision = L.rev;
+	free(L.stack);
 	free(end);
 	free(full);
 	return rc;

@@ -5,7 +5,7 @@
  *
  * Signals stay with the threads that handle them (FUSE's and main()'s),
  * as sshfs blocks them around pthread_create.  The watch threads of
- * etcd2.c and etcd3.c use it; the echo's thread can too.
+ * etcd2.c and etcd3.c use it, and so does fs/echo.c's thread.
  *
  * What it cannot do: stop a thread that does not look at thread_stopping()
  * or wait in thread_sleep(); cancel one (it is never cancelled: it

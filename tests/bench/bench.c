@@ -11,7 +11,7 @@
  * value per line), errors to stderr with a non-zero exit.
  *
  *   load    puts COUNT keys of SIZE bytes under PREFIX, BATCH (128) puts
- *           per txn over the v3 JSON gateway, from THREADS threads
+ *           per txn over gRPC (tests/loader.c), from THREADS threads
  *   files   writes the same keys as files under DIR (the tmpfs copy)
  *   stat    stat() latency of files of the data set, cold or warm
  *   read    open/read/close latency of the same
@@ -55,8 +55,8 @@
 
 #include <curl/curl.h>
 
+#include "loader.h"
 #include "store.h"
-#include "transport.h"
 
 
 /* exit status of inotify when no event came at all */
@@ -252,114 +252,61 @@ static void print_latencies(double *v, size_t n, double wall_us,
 
 /* --- load: the data set into etcd, or into files --- */
 
-static const char b64[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Appends base64 of @in to @out (room for it is the caller's). */
-static size_t b64_put(char *out, const char *in, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)in;
-	size_t i, n = 0;
-
-	for (i = 0; i + 2 < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (unsigned)p[i + 1] << 8 |
-			     p[i + 2];
-		out[n++] = b64[v >> 18];
-		out[n++] = b64[(v >> 12) & 63];
-		out[n++] = b64[(v >> 6) & 63];
-		out[n++] = b64[v & 63];
-	}
-	if (i < len) {
-		unsigned v = (unsigned)p[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned)p[i + 1] << 8;
-		out[n++] = b64[v >> 18];
-		out[n++] = b64[(v >> 12) & 63];
-		out[n++] = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-		out[n++] = '=';
-	}
-	return n;
-}
-
 struct loader {
-	struct transport *t;
+	struct grpc_transport *t;
 	atomic_size_t next;	/* the next batch to send */
 };
 
 static void *load_main(void *arg)
 {
 	struct loader *l = arg;
-	size_t plen = strlen(o.prefix);
-	size_t cap = o.batch *
-		     (64 + 4 * (plen + 64) / 3 + 4 * o.size / 3 + 8) + 64;
-	char *body = xmalloc(cap);
-	char *key = xmalloc(plen + 64);
-	char *val = xmalloc(o.size);
+	size_t plen = strlen(o.prefix), ksize = plen + 64;
+	struct loader_kv *kvs = xcalloc(o.batch, sizeof(*kvs));
+	char *keys = xmalloc(o.batch * ksize);
+	char *vals = xmalloc(o.batch * (o.size ? o.size : 1));
+	char why[512];
 
-	memcpy(key, o.prefix, plen);
 	for (;;) {
 		size_t batch = atomic_fetch_add(&l->next, 1);
 		size_t first = batch * o.batch, i, n = 0;
-		struct transport_reply r = { 0 };
-		struct store_error err;
-		int rc;
 
 		if (first >= o.count)
 			break;
-		n += (size_t)snprintf(body + n, cap - n, "{\"success\":[");
-		for (i = first; i < o.count && i < first + o.batch; i++) {
-			size_t klen = plen + (size_t)key_name(i, key + plen, 64);
+		for (i = first; i < o.count && i < first + o.batch; i++, n++) {
+			char *key = keys + n * ksize, *val = vals + n * o.size;
 
+			memcpy(key, o.prefix, plen);
+			kvs[n].key = key;
+			kvs[n].key_len = plen + (size_t)key_name(i, key + plen,
+								 64);
 			value_fill(i, val, o.size);
-			n += (size_t)snprintf(body + n, cap - n,
-					      "%s{\"request_put\":{\"key\":\"",
-					      i > first ? "," : "");
-			n += b64_put(body + n, key, klen);
-			n += (size_t)snprintf(body + n, cap - n,
-					      "\",\"value\":\"");
-			n += b64_put(body + n, val, o.size);
-			n += (size_t)snprintf(body + n, cap - n, "\"}}");
+			kvs[n].value = val;
+			kvs[n].value_len = o.size;
 		}
-		n += (size_t)snprintf(body + n, cap - n, "]}");
-		if (n >= cap)
-			die("load: request buffer too small");
-		rc = transport_request(l->t, "POST", "/v3/kv/txn",
-				       "application/json", body, n, &r, &err);
-		if (rc)
-			die("load: %s", err.msg);
-		if (r.status != 200 || !strstr(r.body, "\"succeeded\":true"))
-			die("load: etcd answered %ld: %.300s", r.status,
-			    r.body);
-		transport_reply_release(&r);
+		if (loader_put(l->t, kvs, n, why, sizeof(why)) < 0)
+			die("load: %s", why);
 	}
-	free(val);
-	free(key);
-	free(body);
+	free(vals);
+	free(keys);
+	free(kvs);
 	return NULL;
 }
 
 static int cmd_load(void)
 {
-	const char *eps[] = { o.endpoint };
-	struct transport_config tc = {
-		.endpoints = eps,
-		.n_endpoints = 1,
-		.connect_timeout_ms = 2000,
-		.request_timeout_ms = 120000,
-		.max_reply_size = 1 << 20,
-	};
-	struct store_error err;
 	struct loader l = { 0 };
+	char why[512];
 	pthread_t *th;
 	double t0;
 	size_t i;
 
 	if (!o.endpoint)
 		die("--endpoint is needed");
-	l.t = transport_new(&tc, &err);
+	if (o.batch == 0 || o.batch > LOADER_BATCH)
+		die("load: batches of 1 to %d puts", LOADER_BATCH);
+	l.t = loader_transport(o.endpoint, why, sizeof(why));
 	if (!l.t)
-		die("load: %s", err.msg);
+		die("load: %s", why);
 	th = xcalloc(o.threads, sizeof(*th));
 	t0 = now_us();
 	for (i = 0; i < o.threads; i++)
@@ -368,7 +315,7 @@ static int cmd_load(void)
 	for (i = 0; i < o.threads; i++)
 		pthread_join(th[i], NULL);
 	printf("keys=%zu wall_s=%.3f\n", o.count, (now_us() - t0) / 1e6);
-	transport_free(l.t);
+	grpc_transport_free(l.t);
 	free(th);
 	return 0;
 }
@@ -564,6 +511,7 @@ static int cmd_list(void)
 
 	for (j = 0; j < o.iters; j++) {
 		struct store_list l = { 0 };
+		struct store_list_stats st;
 		struct store_error err;
 		double t0 = now_us();
 		int rc = store_list(s, "", 0,
@@ -577,6 +525,11 @@ static int cmd_list(void)
 			die("list: %zu keys, expected %zu", l.n, o.count);
 		store_list_release(&l);
 		printf("ms=%.3f\n", t / 1e3);
+		store_list_stats(s, &st);
+		fprintf(stderr, "list: %" PRIu64 " requests, %" PRIu64
+			" keys walked, %.1f ms counting, %.1f ms fetching\n",
+			st.requests, st.walked, st.count_us / 1e3,
+			st.fetch_us / 1e3);
 	}
 	store_free(s);
 	return 0;

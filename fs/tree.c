@@ -1,10 +1,11 @@
 /*
- * node.c - the tree of nodes: the mount's mirror of the keys under its
+ * tree.c - the tree of nodes: the mount's mirror of the keys under its
  * prefix, shaped as directories by fs/names.h
  *
- * Every function here runs with fs->lock held and never blocks: it changes
- * the tree and records what the kernel must forget in an inval_list, which
- * the caller sends once the lock is released.
+ * Every function here runs with its owner's lock held (fs->lock) and never
+ * blocks: it changes the tree and records what the kernel must forget in
+ * an inval_list, which the owner sends once the lock is released.  It
+ * knows no FUSE and no store (fs/tree.h).
  *
  * The shape follows the keys: a key's path is names_key_to_path(); each
  * component but the last is a directory, made when a key needs it and
@@ -14,9 +15,9 @@
  *
  * Values: every key's value is in memory, unless a value budget is set
  * (-o value_budget): then the values of keys not in use are evicted, least
- * recently used first, once their bytes pass the budget; file.c reads an
- * evicted value again when the file is opened.  The keys, sizes and
- * revisions always stay.
+ * recently used first, once their bytes pass the budget; the owner
+ * (fs/file.c) reads an evicted value again when the file is opened.  The
+ * keys, sizes and revisions always stay.
  *
  * What it cannot do: keep a value on disk.
  */
@@ -24,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs_i.h"
 #include "names.h"
+#include "tree.h"
 
 static size_t hash_of(const struct node *dir, const char *name, size_t len)
 {
@@ -39,20 +40,20 @@ static size_t hash_of(const struct node *dir, const char *name, size_t len)
 	return (size_t)(h ^ (h >> 29));
 }
 
-static void hash_insert(struct fs *fs, struct node *n)
+static void hash_insert(struct tree *t, struct node *n)
 {
-	size_t b = hash_of(n->parent, n->name, n->name_len) & (fs->nbuckets - 1);
+	size_t b = hash_of(n->parent, n->name, n->name_len) & (t->nbuckets - 1);
 
-	n->hnext = fs->buckets[b];
-	fs->buckets[b] = n;
+	n->hnext = t->buckets[b];
+	t->buckets[b] = n;
 }
 
-static void hash_remove(struct fs *fs, struct node *n)
+static void hash_remove(struct tree *t, struct node *n)
 {
-	size_t b = hash_of(n->parent, n->name, n->name_len) & (fs->nbuckets - 1);
+	size_t b = hash_of(n->parent, n->name, n->name_len) & (t->nbuckets - 1);
 	struct node **p;
 
-	for (p = &fs->buckets[b]; *p; p = &(*p)->hnext) {
+	for (p = &t->buckets[b]; *p; p = &(*p)->hnext) {
 		if (*p == n) {
 			*p = n->hnext;
 			n->hnext = NULL;
@@ -62,18 +63,18 @@ static void hash_remove(struct fs *fs, struct node *n)
 }
 
 /* Doubles the table when it is full; keeps the old one on ENOMEM. */
-static void hash_grow(struct fs *fs)
+static void hash_grow(struct tree *t)
 {
-	size_t nb = fs->nbuckets * 2, i;
+	size_t nb = t->nbuckets * 2, i;
 	struct node **nbk, *n, *next;
 
-	if (fs->nnodes < fs->nbuckets)
+	if (t->nnodes < t->nbuckets)
 		return;
 	nbk = calloc(nb, sizeof(*nbk));
 	if (!nbk)
 		return;
-	for (i = 0; i < fs->nbuckets; i++) {
-		for (n = fs->buckets[i]; n; n = next) {
+	for (i = 0; i < t->nbuckets; i++) {
+		for (n = t->buckets[i]; n; n = next) {
 			size_t b = hash_of(n->parent, n->name, n->name_len) &
 				   (nb - 1);
 
@@ -82,18 +83,18 @@ static void hash_grow(struct fs *fs)
 			nbk[b] = n;
 		}
 	}
-	free(fs->buckets);
-	fs->buckets = nbk;
-	fs->nbuckets = nb;
+	free(t->buckets);
+	t->buckets = nbk;
+	t->nbuckets = nb;
 }
 
-struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
+struct node *tree_child(struct tree *t, struct node *dir, const char *name,
 			size_t len)
 {
-	size_t b = hash_of(dir, name, len) & (fs->nbuckets - 1);
+	size_t b = hash_of(dir, name, len) & (t->nbuckets - 1);
 	struct node *n;
 
-	for (n = fs->buckets[b]; n; n = n->hnext) {
+	for (n = t->buckets[b]; n; n = n->hnext) {
 		if (n->parent == dir && n->name_len == len &&
 		    memcmp(n->name, name, len) == 0)
 			return n;
@@ -101,14 +102,14 @@ struct node *tree_child(struct fs *fs, struct node *dir, const char *name,
 	return NULL;
 }
 
-static void limbo_unlink(struct fs *fs, struct node *n)
+static void limbo_unlink(struct tree *t, struct node *n)
 {
 	if (!n->in_limbo)
 		return;
 	if (n->prev)
 		n->prev->next = n->next;
 	else
-		fs->limbo = n->next;
+		t->limbo = n->next;
 	if (n->next)
 		n->next->prev = n->prev;
 	n->next = n->prev = NULL;
@@ -121,7 +122,8 @@ static void limbo_unlink(struct fs *fs, struct node *n)
  * directory.  The kernel learns it from whoever made the change: its own
  * request (create, unlink, rename...), or an invalidation of @dir.
  */
-static void dir_changed(struct node *dir, const struct node *n, bool in)
+static void dir_changed(struct tree *t, struct node *dir, const struct node *n,
+			bool in)
 {
 	if (n->type == NODE_DIR) {
 		if (in)
@@ -129,10 +131,10 @@ static void dir_changed(struct node *dir, const struct node *n, bool in)
 		else
 			dir->ndirs--;
 	}
-	fs_now(&dir->mtime);
+	t->now(&dir->mtime);
 }
 
-void tree_attach(struct fs *fs, struct node *n, struct node *dir,
+void tree_attach(struct tree *t, struct node *n, struct node *dir,
 		 const char *name, size_t len)
 {
 	if (name != n->name) {
@@ -148,29 +150,29 @@ void tree_attach(struct fs *fs, struct node *n, struct node *dir,
 			n->name_len = len;
 		}
 	}
-	limbo_unlink(fs, n);
+	limbo_unlink(t, n);
 	n->parent = dir;
 	n->removed = false;
-	lru_link(fs, n);
+	lru_link(t, n);
 	n->prev = NULL;
 	n->next = dir->child;
 	if (dir->child)
 		dir->child->prev = n;
 	dir->child = n;
 	dir->nchildren++;
-	dir_changed(dir, n, true);
-	hash_insert(fs, n);
-	fs->nnodes++;
-	hash_grow(fs);
+	dir_changed(t, dir, n, true);
+	hash_insert(t, n);
+	t->nnodes++;
+	hash_grow(t);
 }
 
-void tree_detach(struct fs *fs, struct node *n)
+void tree_detach(struct tree *t, struct node *n)
 {
 	struct node *dir = n->parent;
 
 	if (!dir)
 		return;
-	hash_remove(fs, n);
+	hash_remove(t, n);
 	if (n->prev)
 		n->prev->next = n->next;
 	else
@@ -179,14 +181,14 @@ void tree_detach(struct fs *fs, struct node *n)
 		n->next->prev = n->prev;
 	n->next = n->prev = NULL;
 	dir->nchildren--;
-	dir_changed(dir, n, false);
+	dir_changed(t, dir, n, false);
 	n->parent = NULL;
-	fs->nnodes--;
+	t->nnodes--;
 }
 
-static void node_free(struct fs *fs, struct node *n)
+static void node_free(struct tree *t, struct node *n)
 {
-	lru_unlink(fs, n);
+	lru_unlink(t, n);
 	if (n->rare)
 		free(n->rare->ghost_key);
 	free(n->rare);
@@ -198,60 +200,61 @@ static void node_free(struct fs *fs, struct node *n)
 }
 
 /* Frees @n if it is out of the tree and nobody refers to it. */
-static void node_maybe_free(struct fs *fs, struct node *n)
+static void node_maybe_free(struct tree *t, struct node *n)
 {
 	if (n->removed && !n->parent && n->nlookup == 0 && n->refs == 0 &&
-	    !n->child && n != fs->root) {
-		limbo_unlink(fs, n);
-		node_free(fs, n);
+	    !n->child && n != t->root) {
+		limbo_unlink(t, n);
+		node_free(t, n);
 	}
 }
 
-void node_drop(struct fs *fs, struct node *n)
+void node_drop(struct tree *t, struct node *n)
 {
-	tree_detach(fs, n);
+	tree_detach(t, n);
 	n->removed = true;
-	lru_unlink(fs, n);	/* a removed file's value is never read again */
+	/* a removed file's value is never read again */
+	lru_unlink(t, n);
 	if (!n->in_limbo) {
 		n->prev = NULL;
-		n->next = fs->limbo;
-		if (fs->limbo)
-			fs->limbo->prev = n;
-		fs->limbo = n;
+		n->next = t->limbo;
+		if (t->limbo)
+			t->limbo->prev = n;
+		t->limbo = n;
 		n->in_limbo = true;
 	}
-	node_maybe_free(fs, n);
+	node_maybe_free(t, n);
 }
 
-void limbo_free(struct fs *fs)
+void limbo_free(struct tree *t)
 {
-	while (fs->limbo) {
-		struct node *n = fs->limbo;
+	while (t->limbo) {
+		struct node *n = t->limbo;
 
-		limbo_unlink(fs, n);
-		node_free(fs, n);
+		limbo_unlink(t, n);
+		node_free(t, n);
 	}
 }
 
-void node_unref(struct fs *fs, struct node *n)
+void node_unref(struct tree *t, struct node *n)
 {
 	n->refs--;
-	node_maybe_free(fs, n);
+	node_maybe_free(t, n);
 }
 
-void node_forget(struct fs *fs, struct node *n, uint64_t nlookup)
+void node_forget(struct tree *t, struct node *n, uint64_t nlookup)
 {
 	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
-	node_maybe_free(fs, n);
+	node_maybe_free(t, n);
 }
 
 /* A node out of the tree; freed once the kernel and handles let go. */
-static void node_remove(struct fs *fs, struct node *n)
+static void node_remove(struct tree *t, struct node *n)
 {
-	node_drop(fs, n);
+	node_drop(t, n);
 }
 
-struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
+struct node *tree_new_node(struct tree *t, struct node *dir, const char *name,
 			   size_t len, enum node_type type)
 {
 	/* the name in the same allocation: one malloc less per key */
@@ -264,9 +267,9 @@ struct node *tree_new_node(struct fs *fs, struct node *dir, const char *name,
 	n->name[len] = '\0';
 	n->name_len = len;
 	n->type = type;
-	n->ino = ++fs->next_ino;
-	fs_now(&n->mtime);
-	tree_attach(fs, n, dir, n->name, len);
+	n->ino = ++t->next_ino;
+	t->now(&n->mtime);
+	tree_attach(t, n, dir, n->name, len);
 	return n;
 }
 
@@ -277,44 +280,44 @@ struct node_rare *node_rare(struct node *n)
 	return n->rare;
 }
 
-void lru_unlink(struct fs *fs, struct node *n)
+void lru_unlink(struct tree *t, struct node *n)
 {
 	if (!n->in_lru)
 		return;
 	if (n->lru_prev)
 		n->lru_prev->lru_next = n->lru_next;
 	else
-		fs->lru_head = n->lru_next;
+		t->lru_head = n->lru_next;
 	if (n->lru_next)
 		n->lru_next->lru_prev = n->lru_prev;
 	else
-		fs->lru_tail = n->lru_prev;
+		t->lru_tail = n->lru_prev;
 	n->lru_prev = n->lru_next = NULL;
 	n->in_lru = false;
-	fs->value_bytes -= n->size;
+	t->value_bytes -= n->size;
 }
 
-void lru_link(struct fs *fs, struct node *n)
+void lru_link(struct tree *t, struct node *n)
 {
-	if (n->in_lru || !fs->cfg.value_budget || !n->value ||
+	if (n->in_lru || !t->value_budget || !n->value ||
 	    n->type != NODE_FILE || n->removed)
 		return;
 	n->lru_prev = NULL;
-	n->lru_next = fs->lru_head;
-	if (fs->lru_head)
-		fs->lru_head->lru_prev = n;
+	n->lru_next = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lru_prev = n;
 	else
-		fs->lru_tail = n;
-	fs->lru_head = n;
+		t->lru_tail = n;
+	t->lru_head = n;
 	n->in_lru = true;
-	fs->value_bytes += n->size;
+	t->value_bytes += n->size;
 }
 
-void node_touch(struct fs *fs, struct node *n)
+void node_touch(struct tree *t, struct node *n)
 {
-	if (n->in_lru && fs->lru_head != n) {
-		lru_unlink(fs, n);
-		lru_link(fs, n);
+	if (n->in_lru && t->lru_head != n) {
+		lru_unlink(t, n);
+		lru_link(t, n);
 	}
 }
 
@@ -324,20 +327,20 @@ void node_touch(struct fs *fs, struct node *n)
  * or one a request or an open file is using (refs);
  * those are moved to the front, so each is passed over once per call.
  */
-static void evict_values(struct fs *fs, struct node *keep)
+static void evict_values(struct tree *t, struct node *keep)
 {
-	size_t budget = fs->cfg.value_budget, left;
+	size_t budget = t->value_budget, left;
 	struct node *n;
 
-	if (!budget || fs->value_bytes <= budget)
+	if (!budget || t->value_bytes <= budget)
 		return;
-	for (left = fs->nnodes; left && fs->value_bytes > budget; left--) {
-		n = fs->lru_tail;
+	for (left = t->nnodes; left && t->value_bytes > budget; left--) {
+		n = t->lru_tail;
 		if (!n || n == keep)
 			return;
-		lru_unlink(fs, n);
+		lru_unlink(t, n);
 		if (n->local || n->pending || n->refs) {
-			lru_link(fs, n);
+			lru_link(t, n);
 			continue;
 		}
 		free(n->value);
@@ -346,7 +349,7 @@ static void evict_values(struct fs *fs, struct node *keep)
 	}
 }
 
-int node_set_value(struct fs *fs, struct node *n, const char *value,
+int node_set_value(struct tree *t, struct node *n, const char *value,
 		   size_t len)
 {
 	char *v = malloc(len + 1);
@@ -356,17 +359,17 @@ int node_set_value(struct fs *fs, struct node *n, const char *value,
 	if (len)
 		memcpy(v, value, len);
 	v[len] = '\0';
-	lru_unlink(fs, n);
+	lru_unlink(t, n);
 	free(n->value);
 	n->value = v;
 	n->size = len;
 	n->value_cap = len;
-	lru_link(fs, n);
-	evict_values(fs, n);
+	lru_link(t, n);
+	evict_values(t, n);
 	return 0;
 }
 
-int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
+int inval_add(struct inval_list *l, bool entry, uint64_t id,
 	      const char *name, size_t len)
 {
 	struct inval *iv;
@@ -384,7 +387,7 @@ int inval_add(struct inval_list *l, bool entry, fuse_ino_t ino,
 	}
 	iv = &l->v[l->n];
 	iv->entry = entry;
-	iv->ino = ino;
+	iv->id = id;
 	iv->name = NULL;
 	iv->name_len = 0;
 	if (entry) {
@@ -415,17 +418,17 @@ void inval_release(struct inval_list *l)
  * directory's cached listing (its pages), which an entry invalidation
  * alone drops only when the kernel had looked the name up.
  */
-static void inval_entry_of(struct fs *fs, struct inval_list *inv,
+static void inval_entry_of(struct tree *t, struct inval_list *inv,
 			   struct node *dir, const char *name, size_t len)
 {
-	fuse_ino_t id = node_id(fs, dir);
+	uint64_t id = t->id(t, dir);
 
-	if (dir != fs->root && !dir->nlookup)
+	if (dir != t->root && !dir->nlookup)
 		return;
 	inval_add(inv, true, id, name, len);
 	/* a burst in one directory: once is enough */
 	if (inv->n < 2 || inv->v[inv->n - 2].entry ||
-	    inv->v[inv->n - 2].ino != id)
+	    inv->v[inv->n - 2].id != id)
 		inval_add(inv, false, id, NULL, 0);
 }
 
@@ -458,15 +461,15 @@ static int child_key(struct node *dir, const char *name, size_t len,
 }
 
 /* A new directory (dir, name) with its prefix as key. */
-static struct node *new_dir(struct fs *fs, struct node *dir, const char *name,
+static struct node *new_dir(struct tree *t, struct node *dir, const char *name,
 			    size_t len)
 {
-	struct node *d = tree_new_node(fs, dir, name, len, NODE_DIR);
+	struct node *d = tree_new_node(t, dir, name, len, NODE_DIR);
 
 	if (!d)
 		return NULL;
 	if (child_key(dir, name, len, NODE_DIR, &d->key, &d->key_len)) {
-		node_remove(fs, d);
+		node_remove(t, d);
 		return NULL;
 	}
 	return d;
@@ -476,45 +479,45 @@ static struct node *new_dir(struct fs *fs, struct node *dir, const char *name,
  * Makes the file @f at (dir, name) a directory of the same name holding f
  * as "%value", since keys now live below it.
  */
-static struct node *file_to_dir(struct fs *fs, struct node *f,
+static struct node *file_to_dir(struct tree *t, struct node *f,
 				struct inval_list *inv)
 {
 	struct node *dir = f->parent, *d;
 
-	tree_detach(fs, f);
-	d = new_dir(fs, dir, f->name, f->name_len);
+	tree_detach(t, f);
+	d = new_dir(t, dir, f->name, f->name_len);
 	if (!d) {
-		tree_attach(fs, f, dir, f->name, f->name_len);
+		tree_attach(t, f, dir, f->name, f->name_len);
 		return NULL;
 	}
-	inval_entry_of(fs, inv, dir, f->name, f->name_len);
-	tree_attach(fs, f, d, NAMES_VALUE, strlen(NAMES_VALUE));
+	inval_entry_of(t, inv, dir, f->name, f->name_len);
+	tree_attach(t, f, d, NAMES_VALUE, strlen(NAMES_VALUE));
 	return d;
 }
 
 /* Walks @path to its last component's directory, making what is missing. */
-static struct node *walk_dirs(struct fs *fs, const char *path, size_t len,
+static struct node *walk_dirs(struct tree *t, const char *path, size_t len,
 			      bool make, const char **last, size_t *last_len,
 			      struct inval_list *inv)
 {
-	struct node *dir = fs->root;
+	struct node *dir = t->root;
 	const char *p = path, *end = path + len, *slash;
 
 	while ((slash = memchr(p, '/', (size_t)(end - p)))) {
 		size_t clen = (size_t)(slash - p);
-		struct node *c = tree_child(fs, dir, p, clen);
+		struct node *c = tree_child(t, dir, p, clen);
 
 		if (!c) {
 			if (!make)
 				return NULL;
-			c = new_dir(fs, dir, p, clen);
+			c = new_dir(t, dir, p, clen);
 			if (!c)
 				return NULL;
-			inval_entry_of(fs, inv, dir, p, clen);
+			inval_entry_of(t, inv, dir, p, clen);
 		} else if (c->type == NODE_FILE) {
 			if (!make)
 				return NULL;
-			c = file_to_dir(fs, c, inv);
+			c = file_to_dir(t, c, inv);
 			if (!c)
 				return NULL;
 		}
@@ -526,16 +529,17 @@ static struct node *walk_dirs(struct fs *fs, const char *path, size_t len,
 	return dir;
 }
 
-static void set_meta(struct node *n, const struct store_kv *kv)
+static void set_meta(struct tree *t, struct node *n,
+		     const struct store_kv *kv)
 {
 	n->mod_revision = kv->mod_revision;
 	n->create_revision = kv->create_revision;
 	n->version = kv->version;
 	n->lease = kv->lease;
-	fs_now(&n->mtime);
+	t->now(&n->mtime);
 }
 
-static int tree_put_node(struct fs *fs, const struct store_kv *kv,
+static int tree_put_node(struct tree *t, const struct store_kv *kv,
 			 struct inval_list *inv, struct node **out)
 {
 	const char *last;
@@ -546,42 +550,42 @@ static int tree_put_node(struct fs *fs, const struct store_kv *kv,
 
 	if (!path)
 		return -ENOMEM;
-	dir = walk_dirs(fs, path, path_len, true, &last, &last_len, inv);
+	dir = walk_dirs(t, path, path_len, true, &last, &last_len, inv);
 	if (!dir)
 		goto out;
-	n = tree_child(fs, dir, last, last_len);
+	n = tree_child(t, dir, last, last_len);
 	if (n && n->type == NODE_DIR) {
 		dir = n;
 		last = NAMES_VALUE;
 		last_len = strlen(NAMES_VALUE);
-		n = tree_child(fs, dir, last, last_len);
+		n = tree_child(t, dir, last, last_len);
 	}
 	if (!n) {
-		n = tree_new_node(fs, dir, last, last_len, NODE_FILE);
+		n = tree_new_node(t, dir, last, last_len, NODE_FILE);
 		if (!n)
 			goto out;
 		n->key = malloc(kv->key_len + 1);
-		if (!n->key || node_set_value(fs, n, kv->value, kv->value_len)) {
-			node_remove(fs, n);
+		if (!n->key || node_set_value(t, n, kv->value, kv->value_len)) {
+			node_remove(t, n);
 			goto out;
 		}
 		memcpy(n->key, kv->key, kv->key_len);
 		n->key[kv->key_len] = '\0';
 		n->key_len = kv->key_len;
-		set_meta(n, kv);
-		inval_entry_of(fs, inv, dir, last, last_len);
+		set_meta(t, n, kv);
+		inval_entry_of(t, inv, dir, last, last_len);
 	} else if (n->local || n->pending ||
 		   kv->mod_revision > n->mod_revision) {
-		if (node_set_value(fs, n, kv->value, kv->value_len))
+		if (node_set_value(t, n, kv->value, kv->value_len))
 			goto out;
 		n->local = false;
 		n->pending = false;
-		set_meta(n, kv);
+		set_meta(t, n, kv);
 		if (n->nlookup)
-			inval_add(inv, false, node_id(fs, n), NULL, 0);
+			inval_add(inv, false, t->id(t, n), NULL, 0);
 	}
-	if (kv->mod_revision > fs->revision)
-		fs->revision = kv->mod_revision;
+	if (kv->mod_revision > t->revision)
+		t->revision = kv->mod_revision;
 	if (out)
 		*out = n;
 	ret = 0;
@@ -590,12 +594,12 @@ out:
 	return ret;
 }
 
-int tree_put(struct fs *fs, const struct store_kv *kv, struct inval_list *inv)
+int tree_put(struct tree *t, const struct store_kv *kv, struct inval_list *inv)
 {
-	return tree_put_node(fs, kv, inv, NULL);
+	return tree_put_node(t, kv, inv, NULL);
 }
 
-struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len)
+struct node *tree_find_key(struct tree *t, const char *key, size_t key_len)
 {
 	const char *last;
 	size_t path_len, last_len;
@@ -604,11 +608,11 @@ struct node *tree_find_key(struct fs *fs, const char *key, size_t key_len)
 
 	if (!path)
 		return NULL;
-	dir = walk_dirs(fs, path, path_len, false, &last, &last_len, NULL);
+	dir = walk_dirs(t, path, path_len, false, &last, &last_len, NULL);
 	if (dir)
-		n = tree_child(fs, dir, last, last_len);
+		n = tree_child(t, dir, last, last_len);
 	if (n && n->type == NODE_DIR)
-		n = tree_child(fs, n, NAMES_VALUE, strlen(NAMES_VALUE));
+		n = tree_child(t, n, NAMES_VALUE, strlen(NAMES_VALUE));
 	free(path);
 	return n && n->type == NODE_FILE ? n : NULL;
 }
@@ -631,17 +635,17 @@ bool tree_dir_has_keys(struct node *dir)
  * anything (but mkdir'd ones), and moves a lone "%value" back to its
  * directory's name.
  */
-void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
+void tree_prune(struct tree *t, struct node *dir, struct inval_list *inv)
 {
-	while (dir && dir != fs->root && !dir->local) {
+	while (dir && dir != t->root && !dir->local) {
 		struct node *parent = dir->parent, *v;
 
 		if (!parent)
 			return;
 		if (dir->nchildren == 0) {
-			inval_entry_of(fs, inv, parent, dir->name,
+			inval_entry_of(t, inv, parent, dir->name,
 				       dir->name_len);
-			node_remove(fs, dir);
+			node_remove(t, dir);
 			dir = parent;
 			continue;
 		}
@@ -649,12 +653,12 @@ void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
 		if (dir->nchildren == 1 && v->type == NODE_FILE &&
 		    v->name_len == strlen(NAMES_VALUE) &&
 		    memcmp(v->name, NAMES_VALUE, v->name_len) == 0) {
-			inval_entry_of(fs, inv, parent, dir->name,
+			inval_entry_of(t, inv, parent, dir->name,
 				       dir->name_len);
-			tree_detach(fs, v);
-			tree_detach(fs, dir);
-			tree_attach(fs, v, parent, dir->name, dir->name_len);
-			node_drop(fs, dir);
+			tree_detach(t, v);
+			tree_detach(t, dir);
+			tree_attach(t, v, parent, dir->name, dir->name_len);
+			node_drop(t, dir);
 		}
 		return;
 	}
@@ -664,9 +668,9 @@ void tree_prune(struct fs *fs, struct node *dir, struct inval_list *inv)
  * After the mount's own removal or move of a name in @dir: as on a local
  * disk, the directory stays, even empty, until rmdir.
  */
-void tree_keep(struct fs *fs, struct node *dir)
+void tree_keep(struct tree *t, struct node *dir)
 {
-	if (dir && dir != fs->root && dir->nchildren == 0)
+	if (dir && dir != t->root && dir->nchildren == 0)
 		dir->local = true;
 }
 
@@ -676,7 +680,7 @@ void tree_keep(struct fs *fs, struct node *dir)
  * the copy, and the kernel's pages and size of @n, which those open files
  * read, stay as they were.  NULL on ENOMEM (and @n stays).
  */
-struct node *tree_replace(struct fs *fs, struct node *n,
+struct node *tree_replace(struct tree *t, struct node *n,
 			  struct inval_list *inv)
 {
 	struct node *dir = n->parent, *r;
@@ -688,14 +692,14 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 		return NULL;
 	memcpy(key, n->key, n->key_len);
 	key[n->key_len] = '\0';
-	tree_detach(fs, n);
-	r = tree_new_node(fs, dir, n->name, n->name_len, NODE_FILE);
+	tree_detach(t, n);
+	r = tree_new_node(t, dir, n->name, n->name_len, NODE_FILE);
 	if (r && !n->value) {
 		r->size = n->size;	/* evicted: read again when opened */
-	} else if (!r || node_set_value(fs, r, n->value, n->size)) {
+	} else if (!r || node_set_value(t, r, n->value, n->size)) {
 		if (r)
-			node_remove(fs, r);
-		tree_attach(fs, n, dir, n->name, n->name_len);
+			node_remove(t, r);
+		tree_attach(t, n, dir, n->name, n->name_len);
 		dir->mtime = dir_mtime;
 		free(key);
 		return NULL;
@@ -709,32 +713,32 @@ struct node *tree_replace(struct fs *fs, struct node *n,
 	r->version = n->version;
 	r->lease = n->lease;
 	r->mtime = n->mtime;
-	node_drop(fs, n);
-	inval_entry_of(fs, inv, dir, n->name, n->name_len);
+	node_drop(t, n);
+	inval_entry_of(t, inv, dir, n->name, n->name_len);
 	return r;
 }
 
-static void remove_file(struct fs *fs, struct node *n, struct inval_list *inv)
+static void remove_file(struct tree *t, struct node *n, struct inval_list *inv)
 {
 	struct node *dir = n->parent;
 
-	inval_entry_of(fs, inv, dir, n->name, n->name_len);
-	node_remove(fs, n);
-	tree_prune(fs, dir, inv);
+	inval_entry_of(t, inv, dir, n->name, n->name_len);
+	node_remove(t, n);
+	tree_prune(t, dir, inv);
 }
 
-int tree_delete(struct fs *fs, const char *key, size_t key_len, int64_t rev,
+int tree_delete(struct tree *t, const char *key, size_t key_len, int64_t rev,
 		struct inval_list *inv)
 {
-	struct node *n = tree_find_key(fs, key, key_len);
+	struct node *n = tree_find_key(t, key, key_len);
 
-	if (rev > fs->revision)
-		fs->revision = rev;
+	if (rev > t->revision)
+		t->revision = rev;
 	if (!n || n->local || n->pending)
 		return 0;
 	if (rev && n->mod_revision >= rev)
 		return 0;
-	remove_file(fs, n, inv);
+	remove_file(t, n, inv);
 	return 0;
 }
 
@@ -781,21 +785,21 @@ static int collect_stale(struct node *dir, const char *prefix, size_t len,
  * it) are removed.  Local and pending files are left alone.  A listing read
  * a page at a time: tree_reconcile_begin, a _page per page, then _end.
  */
-int tree_reconcile(struct fs *fs, struct node *dir, const struct store_list *l,
+int tree_reconcile(struct tree *t, struct node *dir, const struct store_list *l,
 		   struct inval_list *inv)
 {
-	uint64_t gen = tree_reconcile_begin(fs);
-	int ret = tree_reconcile_page(fs, gen, l, inv);
+	uint64_t gen = tree_reconcile_begin(t);
+	int ret = tree_reconcile_page(t, gen, l, inv);
 
-	return ret ? ret : tree_reconcile_end(fs, dir, gen, l->revision, inv);
+	return ret ? ret : tree_reconcile_end(t, dir, gen, l->revision, inv);
 }
 
-uint64_t tree_reconcile_begin(struct fs *fs)
+uint64_t tree_reconcile_begin(struct tree *t)
 {
-	return ++fs->gen;
+	return ++t->gen;
 }
 
-int tree_reconcile_page(struct fs *fs, uint64_t gen,
+int tree_reconcile_page(struct tree *t, uint64_t gen,
 			const struct store_list *l, struct inval_list *inv)
 {
 	size_t i;
@@ -804,7 +808,7 @@ int tree_reconcile_page(struct fs *fs, uint64_t gen,
 	for (i = 0; i < l->n; i++) {
 		struct node *n = NULL;
 
-		ret = tree_put_node(fs, &l->kvs[i], inv, &n);
+		ret = tree_put_node(t, &l->kvs[i], inv, &n);
 		if (ret)
 			return ret;
 		n->seen = gen;
@@ -812,20 +816,20 @@ int tree_reconcile_page(struct fs *fs, uint64_t gen,
 	return 0;
 }
 
-int tree_reconcile_end(struct fs *fs, struct node *dir, uint64_t gen,
+int tree_reconcile_end(struct tree *t, struct node *dir, uint64_t gen,
 		       int64_t rev, struct inval_list *inv)
 {
 	struct victims vs = { 0 };
 	size_t i;
 	int ret;
 
-	if (rev > fs->revision)
-		fs->revision = rev;
+	if (rev > t->revision)
+		t->revision = rev;
 	/* puts add nodes and never remove a directory: dir is still here */
 	ret = collect_stale(dir, dir->key, dir->key_len, gen, rev, &vs);
 	if (!ret)
 		for (i = 0; i < vs.n; i++)
-			remove_file(fs, vs.v[i], inv);
+			remove_file(t, vs.v[i], inv);
 	free(vs.v);
 	return ret;
 }
@@ -834,11 +838,11 @@ int tree_reconcile_end(struct fs *fs, struct node *dir, uint64_t gen,
  * The files below the root that the reconcile generation @gen did not see
  * and that are not newer than @rev: what a listing at @rev no longer has.
  */
-int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
+int tree_collect_stale(struct tree *t, uint64_t gen, int64_t rev,
 		       struct node ***out, size_t *n)
 {
 	struct victims vs = { 0 };
-	int ret = collect_stale(fs->root, "", 0, gen, rev, &vs);
+	int ret = collect_stale(t->root, "", 0, gen, rev, &vs);
 
 	if (ret) {
 		free(vs.v);
@@ -847,4 +851,63 @@ int tree_collect_stale(struct fs *fs, uint64_t gen, int64_t rev,
 	*out = vs.v;
 	*n = vs.n;
 	return 0;
+}
+
+int tree_init(struct tree *t, size_t value_budget, tree_clock_fn *now,
+	      tree_id_fn *id)
+{
+	memset(t, 0, sizeof(*t));
+	t->value_budget = value_budget;
+	t->now = now;
+	t->id = id;
+	t->nbuckets = 1024;
+	t->buckets = calloc(t->nbuckets, sizeof(*t->buckets));
+	t->root = calloc(1, sizeof(*t->root));
+	if (!t->buckets || !t->root)
+		goto err;
+	t->root->type = NODE_DIR;
+	t->root->ino = TREE_ROOT_INO;
+	t->root->name = strdup("");
+	t->root->key = strdup("");
+	if (!t->root->name || !t->root->key)
+		goto err;
+	t->next_ino = TREE_ROOT_INO;
+	now(&t->root->mtime);
+	return 0;
+err:
+	if (t->root) {
+		free(t->root->name);
+		free(t->root->key);
+	}
+	free(t->root);
+	free(t->buckets);
+	memset(t, 0, sizeof(*t));
+	return -ENOMEM;
+}
+
+static void free_subtree(struct node *n)
+{
+	struct node *c, *next;
+
+	for (c = n->child; c; c = next) {
+		next = c->next;
+		free_subtree(c);
+	}
+	if (n->name != n->name_buf)
+		free(n->name);
+	free(n->key);
+	free(n->value);
+	if (n->rare)
+		free(n->rare->ghost_key);
+	free(n->rare);
+	free(n);
+}
+
+void tree_release(struct tree *t)
+{
+	if (t->root)
+		free_subtree(t->root);
+	limbo_free(t);
+	free(t->buckets);
+	memset(t, 0, sizeof(*t));
 }
