@@ -25,6 +25,9 @@
 #include "fs_i.h"
 #include "names.h"
 
+/* The largest value pushed into the kernel's pages at its first open. */
+#define STORE_PAGES_MAX (128 * 1024)
+
 static struct fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -114,8 +117,11 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 		 * when it maps the file privately: they are not the
 		 * revision's any more (see fs_open).
 		 */
-		n->cache_rev = 0;
+		n->cache_rev = CACHE_UNKNOWN;
 	}
+	/* a local file's content goes through the kernel's pages */
+	if (!echo && h->local)
+		n->cache_rev = CACHE_UNKNOWN;
 	n->refs++;
 	return h;
 }
@@ -269,6 +275,38 @@ static bool drop_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 	return ok;
 }
 
+/*
+ * The first reader of an inode the kernel never had pages of: its pages
+ * are filled with the reader's copy (of revision @rev) before the open
+ * returns, so that it sends no READ, and its reads mark no atime stale
+ * (which costs every later stat a GETATTR).  @n->cache_rev is
+ * CACHE_UNKNOWN meanwhile: no other reader relies on the pages until
+ * they are known, and none can be reading them (a READ in flight would
+ * hold their lock, and the store would wait for it).  True if the pages
+ * may be used then, as drop_pages.  No lock held.
+ */
+static bool store_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
+			struct handle *h, int64_t rev)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(h->len);
+	int ret = 0;
+	bool ok;
+
+	bv.buf[0].mem = h->buf;
+	if (h->len)
+		ret = fuse_lowlevel_notify_store(fs->se, ino, 0, &bv, 0);
+	if (ret)
+		return drop_pages(fs, n, ino, rev);
+	if (h->len)
+		fs_stats_stored(fs);
+	pthread_mutex_lock(&fs->lock);
+	ok = n->mod_revision == rev && !n->handles &&
+	     n->cache_rev == CACHE_UNKNOWN;
+	n->cache_rev = ok ? rev : CACHE_UNKNOWN;
+	pthread_mutex_unlock(&fs->lock);
+	return ok;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -276,7 +314,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool paged, fill, refreshed;
+	bool paged, fill, store, refreshed;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -373,7 +411,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	rev = n->mod_revision;
 	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
 		fs->se && n->cached_readers < USHRT_MAX;
-	fill = paged && n->cache_rev != rev;
+	store = paged && n->cache_rev == 0 && h->len <= STORE_PAGES_MAX;
+	fill = paged && !store && n->cache_rev != rev;
+	if (store)
+		n->cache_rev = CACHE_UNKNOWN;	/* until store_pages is done */
 	if (paged) {
 		/*
 		 * A writer's size is not shown while it reads (commit.c);
@@ -389,7 +430,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (fill)
+	if (store)
+		paged = store_pages(fs, n, ino, h, rev);
+	else if (fill)
 		paged = drop_pages(fs, n, ino, rev);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = paged;

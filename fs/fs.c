@@ -184,6 +184,16 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* writes must reach us with the writer's pid, and one per write(2) */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * Every listing carries its entries' attributes, so that reading
+	 * each file of a directory sends no LOOKUP per file (the kernel's
+	 * "auto" mode sends plain READDIR after the first batch, then a
+	 * LOOKUP per name).
+	 */
+	if (conn->capable & FUSE_CAP_READDIRPLUS) {
+		conn->want |= FUSE_CAP_READDIRPLUS;
+		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	}
 	if (fs->cfg.delay_connect && !fs->loaded) {
 		fs_connect_start(fs);	/* which goes live once loaded */
 		return;

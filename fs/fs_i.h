@@ -121,6 +121,9 @@ struct echo_child {
 	bool gone;		/* the mountpoint was not the mount, last time */
 };
 
+/* node->cache_rev: the kernel may hold pages of no known revision */
+#define CACHE_UNKNOWN ((int64_t)-1)
+
 struct fs {
 	struct fs_config cfg;
 	struct store *store;
@@ -394,6 +397,8 @@ uint64_t fs_gate_op_count(struct fs *fs, unsigned op);
 ssize_t fs_stats_text(struct fs *fs, char **big);	/* fs->lock held */
 void fs_stats_watch_event(struct fs *fs, const struct store_event *ev);
 void fs_stats_relist(struct fs *fs);
+/* A value pushed into the kernel's page cache (file.c). */
+void fs_stats_stored(struct fs *fs);
 
 /* connect.c: delay_connect's thread, which loads the keys when it can */
 int fs_connect_start(struct fs *fs);

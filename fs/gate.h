@@ -40,6 +40,7 @@ struct fs_gate {
 	atomic_uint_fast64_t watch_events;	/* puts and deletes delivered */
 	atomic_int_fast64_t watch_rev;	/* the newest revision delivered */
 	atomic_uint_fast64_t relists;
+	atomic_uint_fast64_t stored;	/* values pushed to the page cache */
 
 	/* connect.c's thread, which waits for etcd (delay_connect) */
 	pthread_mutex_t lock;		/* guards the three below */

@@ -5,7 +5,8 @@
  * The store's counters (helper/store_stats.c: requests by kind, errors
  * by kind, retries, conflicts, bytes), the watch's (events delivered,
  * how far the mirror lags behind them, relists), the FUSE requests by
- * operation (gate.c) and what the mirror holds.  Every counter is an
+ * operation (gate.c), the values pushed into the kernel's page cache
+ * (fuse_stored) and what the mirror holds.  Every counter is an
  * atomic or read under fs->lock, so reading costs no request to etcd.
  *
  * What it cannot do: say how far the mirror lags behind etcd itself,
@@ -38,6 +39,11 @@ void fs_stats_watch_event(struct fs *fs, const struct store_event *ev)
 void fs_stats_relist(struct fs *fs)
 {
 	atomic_fetch_add_explicit(&fs->gate->relists, 1, memory_order_relaxed);
+}
+
+void fs_stats_stored(struct fs *fs)
+{
+	atomic_fetch_add_explicit(&fs->gate->stored, 1, memory_order_relaxed);
 }
 
 struct out {
@@ -116,6 +122,9 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	for (i = 0; i < GATE_NOPS; i++)
 		line(&o, "fuse_%s %" PRIu64 "\n", fs_gate_op_name(i),
 		     fs_gate_op_count(fs, i));
+	/* values the mount pushed into the page cache (file.c), no READ */
+	line(&o, "fuse_stored %" PRIu64 "\n",
+	     (uint64_t)atomic_load(&g->stored));
 	line(&o, "mirror_names %zu\n", fs->tree.nnodes);
 	line(&o, "mirror_value_bytes %zu\n", fs->tree.value_bytes);
 	if (o.nomem) {

@@ -109,7 +109,9 @@ struct node {
 
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
-	int64_t cache_rev;	/* the revision the kernel may cache pages of */
+	int64_t cache_rev;	/* the revision of the kernel's pages of the
+				 * inode: 0 it never had any, CACHE_UNKNOWN
+				 * some of no known revision (file.c) */
 
 	/*
 	 * Files: the value as etcd has it (or the local content).  NULL in

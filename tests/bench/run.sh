@@ -16,6 +16,8 @@
 #   4  writes: open/write/close of 1 KiB values, 1 and 16 writers
 #   5  a remote change to its inotify event on the mount
 #   6  memory: the daemon's peak RSS, mount and list time, for big trees
+#   7  a new key of another client, 4 directories deep, to the moment it
+#      is readable on the mount (etcdfs-visible, tests/bench/visible.c)
 #
 # Writes to the results dir (--out, default bench-results/DATE): raw.tsv
 # (every sample), results.md (the table), results.png (the plot, with
@@ -48,7 +50,7 @@ usage: bash tests/bench/run.sh [--quick | --smoke] [options]
   --reps N           repetitions of each measurement (default 5)
   --out DIR          results dir (default bench-results/YYYYmmdd-HHMMSS)
   --build DIR        meson build dir to build and use (default build)
-  --workloads LIST   which workloads to run, e.g. 1,3 (default 1,2,3,4,5,6)
+  --workloads LIST   which workloads to run, e.g. 1,3 (default 1,...,7)
   --read-keys N      workloads 1-3: keys in the subtree (default 10000)
   --read-size N      their value size (default 1024)
   --tree-keys N      workload 2: keys in the tree for find (default 100000)
@@ -74,7 +76,7 @@ EOF
 reps=5
 out=
 build=build
-workloads=1,2,3,4,5,6
+workloads=1,2,3,4,5,6,7
 read_keys=10000
 read_size=1024
 tree_keys=100000
@@ -178,12 +180,15 @@ if [[ -z ${ETCDFS:-} || -z ${ETCDFS_BENCH:-} ]]; then
 	ninja -C "$build" >/dev/null || fail "the build in '$build' failed"
 	ETCDFS=${ETCDFS:-$build/mount/etcdfs}
 	ETCDFS_BENCH=${ETCDFS_BENCH:-$build/tests/bench/etcdfs-bench}
+	ETCDFS_VISIBLE=${ETCDFS_VISIBLE:-$build/tests/bench/etcdfs-visible}
 fi
-for b in "$ETCDFS" "$ETCDFS_BENCH"; do
+ETCDFS_VISIBLE=${ETCDFS_VISIBLE:-$(dirname "$ETCDFS_BENCH")/etcdfs-visible}
+for b in "$ETCDFS" "$ETCDFS_BENCH" "$ETCDFS_VISIBLE"; do
 	[[ -x $b ]] || fail "'$b' is not built (is tests/bench in tests/meson.build?)"
 done
 ETCDFS=$(realpath "$ETCDFS")
 ETCDFS_BENCH=$(realpath "$ETCDFS_BENCH")
+ETCDFS_VISIBLE=$(realpath "$ETCDFS_VISIBLE")
 for t in etcd etcdctl fusermount3 python3 find grep curl; do
 	command -v "$t" >/dev/null || fail "'$t' not found"
 done
@@ -641,6 +646,28 @@ if want 5; then
 			esac
 		done
 	done
+	mnt_down || fail "unmount failed"
+fi
+
+# --- 7. visibility ---
+
+if want 7; then
+	log "7: another client's new key, 4 directories deep, readable"
+	mnt_up vis /bench/vis/
+	for ((r = 0; r < reps; r++)); do
+		line=$("$ETCDFS_VISIBLE" --endpoint "$EP" --prefix /bench/vis/ \
+			--dir "$MNT" --name "vis$r" --depth 4 --iters 20 \
+			--timeout-ms 5000) || fail "etcdfs-visible failed"
+		for kv in $line; do
+			case ${kv%%=*} in
+			n) ;;
+			*) rec visible etcdfs "${kv%%=*}" "${kv#*=}" ;;
+			esac
+		done
+	done
+	# the echo replays the new directories for inotify, 10 ms each,
+	# on the mount: let it finish, or the unmount finds the mount busy
+	sleep 3
 	mnt_down || fail "unmount failed"
 fi
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+#
+# tests/fs/readpath.bats - what reading costs the kernel: the requests a
+# cold and a warm `cat` of every file of a directory send to the daemon,
+# counted by the daemon itself (the root's user.etcd.stats), and that what
+# those reads return is still every key's value.
+#
+# Each test starts its own etcd and mount (tests/lib/mount.bash); the keys
+# are put before a fresh mount, so that no echo of them is counted.  It
+# cannot see what the kernel answers alone: only the requests it sends.
+
+load ../lib/mount
+
+teardown()
+{
+	fs_teardown
+}
+
+# stat_of NAME: the counter fuse_NAME of the root's user.etcd.stats (one
+# "name value" a line: fs/stats.c)
+stat_of()
+{
+	local name value
+
+	while read -r name value; do
+		if [[ $name == "fuse_$1" ]]; then
+			echo "$value"
+			return 0
+		fi
+	done < <(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT")
+	echo "no counter 'fuse_$1' in user.etcd.stats" >&2
+	return 1
+}
+
+# snap: every fuse_ counter into the array SNAP (NAME -> value)
+snap()
+{
+	local name value
+
+	declare -gA SNAP=()
+	while read -r name value; do
+		if [[ $name == fuse_* ]]; then
+			SNAP[${name#fuse_}]=$value
+		fi
+	done < <(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT")
+}
+
+# delta NAME: how much NAME grew since snap
+delta()
+{
+	echo $(($(stat_of "$1") - SNAP[$1]))
+}
+
+# put_dir N: keys /d/k0000.. (values v0000..: tests/lib/puts_http.py),
+# more than one READDIRPLUS carries, then a fresh mount of them; their
+# values, as `cat` of them all prints them, in $BATS_TEST_TMPDIR/want
+put_dir()
+{
+	local i
+
+	puts_http /d/k "$1"
+	for ((i = 0; i < $1; i++)); do
+		printf 'v%04d' "$i"
+	done >"$BATS_TEST_TMPDIR/want"
+	fs_unmount
+	fs_mount
+}
+
+@test "the root's user.etcd.stats counts the kernel's requests" {
+	fs_setup
+	kv_put /a 1
+	local before
+
+	before=$(stat_of open)
+	cat "$MNT/a" >/dev/null
+	[ "$(stat_of open)" -eq $((before + 1)) ]
+	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" |
+		grep -q '^fuse_lookup [0-9][0-9]*$'
+}
+
+@test "a cold cat of every file of a directory: one OPEN and RELEASE each, no LOOKUP, GETATTR or READ" {
+	fs_setup
+	put_dir 500
+	ls -d "$MNT/d" >/dev/null
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr) read $(delta read)"
+	[ "$(delta readdirplus)" -ge 1 ]
+	[ "$(delta readdir)" -eq 0 ]
+	[ "$(delta lookup)" -eq 0 ]
+	[ "$(delta open)" -eq 500 ]
+	[ "$(delta release)" -eq 500 ]
+	[ "$(delta flush)" -eq 0 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta stored)" -eq 500 ]
+	# the getxattr of the root's counters may revalidate the root
+	[ "$(delta getattr)" -le 1 ]
+}
+
+@test "a warm cat sends no GETATTR nor READ: the first read marked no atime stale" {
+	fs_setup
+	put_dir 500
+	cat "$MNT"/d/* >/dev/null
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr) read $(delta read)"
+	[ "$(delta lookup)" -eq 0 ]
+	[ "$(delta getattr)" -le 1 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta open)" -eq 500 ]
+	[ "$(delta stored)" -eq 0 ]
+}
+
+@test "a file changed by another client is read whole after its first cold read" {
+	fs_setup
+	put_dir 2
+	[ "$(cat "$MNT/d/k0000")" = v0000 ]
+	# a longer value, then a shorter one: pages of the old revision must
+	# not show through
+	kv_put /d/k0000 "$(head -c 3000 /dev/zero | tr '\0' x)"
+	[ "$(cat "$MNT/d/k0000")" = "$(head -c 3000 /dev/zero | tr '\0' x)" ]
+	kv_put /d/k0000 short
+	[ "$(cat "$MNT/d/k0000")" = short ]
+	[ "$(stat -c %s "$MNT/d/k0000")" -eq 5 ]
+}
+
+# A value of 1 KiB, read once (so that its pages are in the kernel's
+# cache), then changed through the mount with @1 (a shell command on
+# "$f"); the file and etcd must then hold @2.
+overwrite_case()
+{
+	local f=$MNT/d/k0000
+
+	kv_put /d/k0000 "$(head -c 1024 /dev/zero | tr '\0' a)"
+	cat "$f" >/dev/null
+	eval "$1"
+	[ "$(cat "$f")" = "$2" ]
+	[ "$(kv_get /d/k0000)" = "$2" ]
+	[ "$(stat -c %s "$f")" -eq "${#2}" ]
+}
+
+@test "printf hi > f over a 1 KiB value whose pages the kernel holds leaves exactly hi" {
+	fs_setup
+	overwrite_case 'printf hi >"$f"' hi
+}
+
+@test "append and partial overwrite of a file whose pages the kernel holds" {
+	fs_setup
+	local a
+
+	a=$(head -c 1024 /dev/zero | tr '\0' a)
+	overwrite_case 'printf xy >>"$f"' "${a}xy"
+	overwrite_case 'printf XY | dd of="$f" bs=1 seek=2 conv=notrunc status=none' \
+		"aaXY${a:4}"
+	overwrite_case 'truncate -s 3 "$f"' aaa
+}
+
+@test "a file open for reading keeps its content across another client's changes" {
+	fs_setup
+	kv_put /d/k0000 first
+	exec 8<"$MNT/d/k0000"
+	kv_put /d/k0000 second-and-longer
+	[ "$(cat "$MNT/d/k0000")" = second-and-longer ]
+	[ "$(cat <&8)" = first ]
+	exec 8<&-
+}
