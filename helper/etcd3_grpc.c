@@ -2,7 +2,8 @@
  * etcd3_grpc.c - the etcd v3 backend of helper/store_i.h over gRPC
  *
  * Every operation is one unary call through grpc_transport.c, built and
- * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant,
+ * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant, LeaseRevoke,
+ * LeaseTimeToLive,
  * Cluster/MemberList.  Writes are transactions whose failure branch reads
  * the keys they compared, so a lost race answers with the state that won
  * it.  Watches are in etcd3_grpc_watch.c.
@@ -664,6 +665,47 @@ static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 	return 0;
 }
 
+/* Revoking a lease deletes its keys: a write. */
+static int g_lease_revoke(struct store *s, int64_t id,
+			  struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Lease/LeaseRevoke";
+	struct grpc_reply reply;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	req = etcd3pb_req_lease_revoke(id, &len);
+	rc = g_call(s, path, req, len, NULL, 0, G_WRITE, &reply, err);
+	if (rc < 0)
+		return rc;
+	grpc_reply_release(&reply);
+	return 0;
+}
+
+static int g_lease_ttl(struct store *s, int64_t id, int64_t *ttl,
+		       struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Lease/LeaseTimeToLive";
+	struct grpc_reply reply;
+	struct store_error e = { 0 };
+	int64_t got;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	*ttl = -1;
+	req = etcd3pb_req_lease_ttl(id, &len);
+	rc = g_call(s, path, req, len, NULL, 0, G_READ, &reply, err);
+	if (rc < 0)
+		return rc;
+	rc = etcd3pb_decode_lease_ttl(reply.msg, reply.len, &got, ttl, &e);
+	grpc_reply_release(&reply);
+	if (rc < 0)
+		return g_decode_fail(err, &e, path, NULL, 0);
+	return 0;
+}
+
 static int g_members(struct store *s, struct store_member **members,
 		     size_t *n, struct store_error *err)
 {
@@ -698,6 +740,8 @@ const struct store_backend store_etcd3_backend = {
 	.del = g_del,
 	.move = g_move,
 	.lease_grant = g_lease_grant,
+	.lease_revoke = g_lease_revoke,
+	.lease_ttl = g_lease_ttl,
 	.watch = etcd3g_watch,
 	.watch_stop = etcd3g_watch_stop,
 	.members = g_members,

@@ -27,7 +27,7 @@
  * any call means nothing was done.
  *
  * What it cannot do: multi-key transactions other than rename
- * (store_move), and leases other than granting one for a put.
+ * (store_move); keep a lease alive.
  */
 #ifndef ETCDFS_STORE_H
 #define ETCDFS_STORE_H
@@ -220,6 +220,37 @@ int store_move(struct store *s, const char *from, size_t from_len,
 /* Grants a lease of @ttl seconds; *@id is its id. */
 int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 		      struct store_error *err);
+
+/* The longest time to live etcd grants (its MaxLeaseTTL), in seconds. */
+#define STORE_TTL_MAX 9000000000LL
+
+/* Revokes lease @id (its keys go with it).  ENOTFOUND if unknown. */
+int store_lease_revoke(struct store *s, int64_t id, struct store_error *err);
+
+/*
+ * Gives @key a time to live of @ttl seconds (0: none, the key stays),
+ * keeping its value, if its mod_revision is still @mod_revision: one
+ * compare-and-swap, EPRECONDITION (nothing changed) if the key moved on,
+ * ENOTFOUND if it is gone, EINVAL for a @ttl outside 0..STORE_TTL_MAX.
+ * v3: a lease of @ttl is granted and the value put again with it (a
+ * lease granted for a put that did not happen is revoked; the key's old
+ * lease is left alone, it may hold other keys).  v2: a put of the value
+ * with ttl= and prevIndex=, which watchers see as any put.  @out (if not
+ * NULL) is the key as written.  A lost answer is settled as for
+ * store_guaranteed_update on v3; on v2 it is STORE_EUNKNOWN.
+ */
+int store_set_ttl(struct store *s, const char *key, size_t key_len,
+		  int64_t mod_revision, int64_t ttl, struct store_kv *out,
+		  struct store_error *err);
+
+/*
+ * The seconds @key has left: *@ttl, or 0 if it has no time to live.
+ * v3: asks etcd about @lease, the key's lease as the caller knows it (0:
+ * none, and nothing is asked); an expired lease is *@ttl 0.  v2: reads
+ * the key.
+ */
+int store_key_ttl(struct store *s, const char *key, size_t key_len,
+		  int64_t lease, int64_t *ttl, struct store_error *err);
 
 enum store_event_type {
 	STORE_EV_PUT,		/* kv is the new state, prev_kv the old one */
