@@ -48,8 +48,8 @@ struct node_rare {
 	size_t ghost_key_len;
 	int64_t ghost_rev;
 
-	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
-	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+	pid_t refused_pid;	/* the last unlink or TTL set refused, for the */
+	struct timespec refused_at;	/* kernel's retry on ESTALE (fs_unlink) */
 
 	/*
 	 * Times set by utimensat (touch, cp -a, tar, rsync -t), in memory
@@ -562,5 +562,12 @@ void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
 	      int64_t *rev);
 void pins_free(struct fs *fs);
+
+/* ttl.c: user.etcd.ttl (fs_ttl_xattr: the name is it); each replies */
+bool fs_ttl_xattr(const char *name);
+void fs_ttl_get(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_ttl_set(fuse_req_t req, fuse_ino_t ino, const char *value,
+		size_t size);
+void fs_ttl_remove(fuse_req_t req, fuse_ino_t ino);
 
 #endif /* ETCDFS_FS_I_H */
