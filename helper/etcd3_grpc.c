@@ -731,6 +731,7 @@ static int g_members(struct store *s, struct store_member **members,
 
 const struct store_backend store_etcd3_backend = {
 	.name = "etcd3",
+	.past_reads = true,
 	.init = g_init,
 	.release = g_release,
 	.revision = etcd3g_revision,

@@ -252,6 +252,24 @@ int store_set_ttl(struct store *s, const char *key, size_t key_len,
 int store_key_ttl(struct store *s, const char *key, size_t key_len,
 		  int64_t lease, int64_t *ttl, struct store_error *err);
 
+/* One revision of a key, as store_key_history tells it. */
+struct store_version {
+	int64_t mod_revision;
+	int64_t create_revision;
+	int64_t version;
+};
+
+/*
+ * The revisions of @key etcd still holds, since its last creation, oldest
+ * first: *@out (free() it), *@n of them.  At most the @max newest; *@more
+ * says older ones were left out.  One keys-only read per revision
+ * (helper/store_history.c).  ENOTFOUND if the key does not exist now;
+ * ENOTSUP on v2, which cannot read at a past revision.
+ */
+int store_key_history(struct store *s, const char *key, size_t key_len,
+		      size_t max, struct store_version **out, size_t *n,
+		      bool *more, struct store_error *err);
+
 enum store_event_type {
 	STORE_EV_PUT,		/* kv is the new state, prev_kv the old one */
 	STORE_EV_DELETE,	/* kv.key and kv.mod_revision, prev_kv if known */

@@ -5,11 +5,11 @@
  * store.c (the API, the configuration, the prefix, reads, watches),
  * store_update.c (writes: the guaranteed-update loop, preconditions, and
  * what to do when a write's answer was lost), store_list.c (paging),
- * store_members.c (the endpoint refresh) and store_lease.c (times to
- * live).  The second half of this file is theirs; backends use only the
- * first.  Keys given to a backend are full keys:
- * the store prefix is already prepended; keys a backend returns are full
- * keys too, and store.c strips the prefix.
+ * store_members.c (the endpoint refresh), store_lease.c (times to
+ * live) and store_history.c (a key's past revisions).  The second half
+ * of this file is theirs; backends use only the first.  Keys given to a
+ * backend are full keys: the store prefix is already prepended; keys a
+ * backend returns are full keys too, and store.c strips the prefix.
  */
 #ifndef ETCDFS_STORE_I_H
 #define ETCDFS_STORE_I_H
@@ -22,6 +22,7 @@
 
 struct store_backend {
 	const char *name;
+	bool past_reads;	/* range reads at a past revision work */
 
 	/* Creates the backend's private state in s->be. */
 	int (*init)(struct store *s, struct store_error *err);
