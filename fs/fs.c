@@ -967,6 +967,7 @@ void fs_free(struct fs *fs)
 	free(fs->buckets);
 	pins_free(fs);
 	own_changes_free(fs);
+	history_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	pthread_cond_destroy(&fs->echo_cond);

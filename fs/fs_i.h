@@ -294,6 +294,7 @@ struct fs {
 	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
+	struct history *history;	/* protected by lock (history.c) */
 };
 
 /* fs.c */
@@ -569,5 +570,12 @@ void fs_ttl_get(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_ttl_set(fuse_req_t req, fuse_ino_t ino, const char *value,
 		size_t size);
 void fs_ttl_remove(fuse_req_t req, fuse_ino_t ino);
+
+/* history.c: user.etcd.history; history_note with fs->lock held */
+bool fs_history_xattr(const char *name);
+void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size);
+void history_note(struct fs *fs, const char *key, size_t key_len,
+		  int64_t rev);
+void history_free(struct fs *fs);
 
 #endif /* ETCDFS_FS_I_H */

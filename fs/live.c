@@ -401,6 +401,8 @@ static void watch_event(void *arg, const struct store_event *ev)
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
+		history_note(fs, ev->kv.key, ev->kv.key_len,
+			     ev->kv.mod_revision);
 		/* the mount's own: in the mirror already (or moved on) */
 		if (!own_change_take(fs, ev->kv.key, ev->kv.key_len,
 				     ev->kv.mod_revision))

@@ -22,7 +22,8 @@
  * its first bytes say it may be an object (listing parses nothing).
  *
  * user.etcd.ttl (the seconds a key has left, settable) is fs/ttl.c's; it
- * is listed where the key has a lease.
+ * is listed where the key has a lease.  user.etcd.history (the key's
+ * revisions etcd holds) is fs/history.c's, not listed: it costs requests.
  *
  * Writable: user.etcd.pin.  `setfattr -n user.etcd.pin -v REV FILE` pins the
  * revision that the next commit of FILE's key by the same script must be
@@ -360,6 +361,10 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (fs_ttl_xattr(name)) {
 		fs_ttl_get(req, ino, size);
+		return;
+	}
+	if (fs_history_xattr(name)) {
+		fs_history_get(req, ino, size);
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);

@@ -164,3 +164,12 @@ EOF
 	fs_wait_value "$MNT/after" x
 	inw_stop
 }
+
+@test "user.etcd.history is ENOTSUP: v2 keeps no history of a key" {
+	kv_put /k one
+	kv_put /k two
+	fs_wait_value "$MNT/k" two
+	run getfattr --absolute-names --only-values -n user.etcd.history "$MNT/k"
+	[ "$status" -ne 0 ]
+	[[ $output == *"Operation not supported"* ]]
+}
