@@ -87,6 +87,12 @@ struct store_config {
 	 * their client URLs, the endpoints given kept as the last resort.
 	 */
 	long refresh_endpoints_ms;
+	/*
+	 * 0: the key space as it is.  Else every get, list and history
+	 * reads it as it was at this revision (v3; v2 cannot: ENOTSUP);
+	 * such a store is for reads: its caller makes no writes.
+	 */
+	int64_t revision;
 };
 
 struct store;
@@ -269,6 +275,16 @@ struct store_version {
 int store_key_history(struct store *s, const char *key, size_t key_len,
 		      size_t max, struct store_version **out, size_t *n,
 		      bool *more, struct store_error *err);
+
+/*
+ * Whether the key space can still be read at @rev: 0, with *@now the
+ * cluster's revision; EINVAL if @rev is past *@now; ECOMPACTED if etcd
+ * compacted it, with *@oldest the oldest revision it keeps (its compact
+ * revision, learnt from a watch from @rev, which etcd cancels naming
+ * it; 0 if that could not be learnt).  ENOTSUP on v2.
+ */
+int store_check_revision(struct store *s, int64_t rev, int64_t *now,
+			 int64_t *oldest, struct store_error *err);
 
 enum store_event_type {
 	STORE_EV_PUT,		/* kv is the new state, prev_kv the old one */

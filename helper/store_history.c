@@ -12,12 +12,19 @@
  * is readable there, not at its own revision: it is left out (etcdctl
  * get --rev of it fails too), unless it is the key's current version.
  *
+ * store_check_revision tells whether the key space can be read at a
+ * revision, and if etcd compacted it, which is the oldest it keeps: a
+ * range says only "compacted", a watch from there is cancelled with the
+ * compact revision.
+ *
  * What it cannot do: go back past the key's last creation (the walk does
  * not know when an earlier life of the key ended); v2 has no reads at a
  * past revision (ENOTSUP).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store_i.h"
 
@@ -61,8 +68,9 @@ static int walk(struct store *s, const char *full, size_t full_len,
 	bool found;
 	int rc;
 
-	rc = at_rev(s, full, full_len, 0, STORE_READ_QUORUM, &v[0], &found,
-		    err);
+	/* from now, or from the revision the store reads at */
+	rc = at_rev(s, full, full_len, s->cfg.revision, STORE_READ_QUORUM,
+		    &v[0], &found, err);
 	if (rc < 0)
 		return rc;
 	if (!found)
@@ -138,4 +146,97 @@ int store_key_history(struct store *s, const char *key, size_t key_len,
 	}
 	*out = v;
 	return 0;
+}
+
+/* What the watch of store_check_revision tells. */
+struct compact_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;		/* protected by lock, as compact */
+	int64_t compact;
+};
+
+static void compact_event(void *arg, const struct store_event *ev)
+{
+	struct compact_wait *w = arg;
+
+	if (ev->type != STORE_EV_ERROR || ev->err != STORE_ECOMPACTED)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->compact = ev->compact_revision;
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The oldest revision etcd keeps, @rev being compacted; 0 if unknown. */
+static int64_t compact_revision(struct store *s, int64_t rev)
+{
+	struct compact_wait w = { .done = false };
+	struct store_watch *watch = NULL;
+	struct store_error e = { 0 };
+	long ms = s->cfg.request_timeout_ms > 0 ?
+		  s->cfg.request_timeout_ms : 5000;
+	struct timespec until;
+	int64_t got;
+
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	if (store_watch(s, "", 0, true, rev, compact_event, &w, &watch,
+			&e) == 0) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += ms / 1000;
+		until.tv_nsec += (ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&w.lock);
+		while (!w.done &&
+		       pthread_cond_timedwait(&w.cond, &w.lock, &until) == 0)
+			;
+		pthread_mutex_unlock(&w.lock);
+		store_watch_stop(watch);
+	}
+	got = w.compact;
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return got;
+}
+
+int store_check_revision(struct store *s, int64_t rev, int64_t *now,
+			 int64_t *oldest, struct store_error *err)
+{
+	struct store_version v;
+	bool found;
+	int rc;
+
+	*now = 0;
+	*oldest = 0;
+	if (!s->be_ops->past_reads)
+		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
+				  "the %s backend cannot read at a past "
+				  "revision", s->be_ops->name);
+	rc = store_revision(s, now, err);
+	if (rc < 0)
+		return rc;
+	if (rev <= 0 || rev > *now)
+		return store_fail(err, STORE_EINVAL, NULL, 0, rev,
+				  "revision %lld is in the future: the "
+				  "cluster is at revision %lld",
+				  (long long)rev, (long long)*now);
+	/* any key will do: etcd refuses a compacted revision for all */
+	rc = at_rev(s, s->prefix_len ? s->prefix : "",
+		    s->prefix_len ? s->prefix_len : 1, rev, 0, &v, &found,
+		    err);
+	if (rc != STORE_ECOMPACTED)
+		return rc;
+	*oldest = compact_revision(s, rev);
+	if (!*oldest)
+		return store_fail(err, STORE_ECOMPACTED, NULL, 0, 0,
+				  "revision %lld is compacted", (long long)rev);
+	return store_fail(err, STORE_ECOMPACTED, NULL, 0, *oldest,
+			  "revision %lld is compacted: the oldest revision "
+			  "etcd keeps is %lld", (long long)rev,
+			  (long long)*oldest);
 }

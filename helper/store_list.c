@@ -73,14 +73,14 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 	}
 
 again:
-	rev = 0;
+	rev = s->cfg.revision;	/* 0: the first page's */
 	for (first = true;; first = false) {
 		more = false;
 		rc = s->be_ops->range(s, start ? start : full,
 				      start ? start_len : full_len, end,
 				      end_len, rev, s->cfg.page_size, flags,
 				      &l, &more, err);
-		if (rc == STORE_ECOMPACTED && rev != 0 &&
+		if (rc == STORE_ECOMPACTED && rev != 0 && !s->cfg.revision &&
 		    restarts < STORE_LIST_RESTARTS) {
 			/*
 			 * Compacted between two pages: the first page's
