@@ -34,6 +34,8 @@ struct fs_config {
 	bool nowatch;		/* no watch: list on opendir, read on open */
 	bool quorum;		/* each open reads the key linearizably */
 	size_t value_budget;	/* bytes of values held in memory; 0: all */
+	int64_t revision;	/* 0: live; else the store reads at it (the
+				 * mount is ro and nowatch then) */
 };
 
 struct fs;

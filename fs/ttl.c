@@ -19,7 +19,8 @@
  * What it cannot do: keep a lease alive; give the key back its old lease
  * (a detach or a new TTL leaves the old lease to run out: it may hold
  * other keys); set a TTL on a file that is not a key yet (a new file
- * before its first commit, a temp file: ENODATA).
+ * before its first commit, a temp file: ENODATA); tell the TTL a key had
+ * at a past revision (-o revision=: ENODATA, etcd keeps none).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -134,6 +135,11 @@ void fs_ttl_get(fuse_req_t req, fuse_ino_t ino, size_t size)
 	size_t key_len = 0;
 	int len, ret;
 
+	if (fs->cfg.revision) {
+		/* etcd keeps no past times to live: only the lease's now */
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	ret = key_of(fs, ino, 0, &key, &key_len, &lease, &base);
 	pthread_mutex_unlock(&fs->lock);

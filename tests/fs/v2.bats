@@ -173,3 +173,13 @@ EOF
 	[ "$status" -ne 0 ]
 	[[ $output == *"Operation not supported"* ]]
 }
+
+@test "-o revision= is refused on v2, with a message" {
+	local past=$BATS_TEST_TMPDIR/past
+	mkdir -p "$past"
+	run "$ETCDFS" -f -o "endpoints=$ETCD_ENDPOINT,api=v2,revision=1" "$past"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"revision=1 needs etcd's v3 API: v2 keeps no past revisions"* ]]
+	! fs_is_mounted "$past"
+}
