@@ -639,6 +639,40 @@ static int g_move(struct store *s, const char *from, size_t from_len,
 			  "the source kept changing during the rename");
 }
 
+static int g_move_keys(struct store *s, const struct store_move_key *keys,
+		       size_t n, int64_t *rev, struct store_error *err)
+{
+	struct etcd3pb_txn txn;
+	uint8_t *req;
+	size_t len = 0, i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (keys[i].value_len > store_max_value_size(s))
+			return g_too_large(s, keys[i].to, keys[i].to_len,
+					   keys[i].value_len, err);
+	req = etcd3pb_req_move_keys(keys, n, &len);
+	rc = g_txn_call(s, req, len, keys[0].from, keys[0].from_len, 2 * n,
+			0, &txn, err);
+	if (rc < 0)
+		return rc;
+	if (!txn.succeeded)
+		rc = store_fail(err, STORE_EPRECONDITION, keys[0].from,
+				keys[0].from_len, 0, "a key changed, or a "
+				"target exists, since the mount saw them");
+	for (i = 0; rc == 0 && i < n; i++)
+		if (!g_txn_kinds(&txn, ETCD3PB_PUT, ETCD3PB_DELETE) ||
+		    txn.res[2 * i].op != ETCD3PB_PUT ||
+		    txn.res[2 * i + 1].op != ETCD3PB_DELETE)
+			rc = store_fail(err, STORE_EBADREPLY, keys[0].from,
+					keys[0].from_len, 0, "%s: a move "
+					"answered as something else", G_TXN);
+	if (rc == 0 && rev)
+		*rev = txn.revision;
+	etcd3pb_txn_release(&txn);
+	return rc;
+}
+
 /* ---- leases, members ---- */
 
 static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
@@ -740,6 +774,7 @@ const struct store_backend store_etcd3_backend = {
 	.cas = g_cas,
 	.del = g_del,
 	.move = g_move,
+	.move_keys = g_move_keys,
 	.lease_grant = g_lease_grant,
 	.lease_revoke = g_lease_revoke,
 	.lease_ttl = g_lease_ttl,

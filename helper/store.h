@@ -26,8 +26,8 @@
  * answer is STORE_EUNKNOWN or STORE_ETIMEOUT.  STORE_EUNREACHABLE from
  * any call means nothing was done.
  *
- * What it cannot do: multi-key transactions other than rename
- * (store_move); keep a lease alive.
+ * What it cannot do: multi-key transactions other than renames
+ * (store_move, store_move_keys); keep a lease alive.
  */
 #ifndef ETCDFS_STORE_H
 #define ETCDFS_STORE_H
@@ -222,6 +222,30 @@ int store_move(struct store *s, const char *from, size_t from_len,
 	       const struct store_preconditions *pre_to,
 	       const char *value, size_t value_len, int64_t *rev,
 	       struct store_error *err);
+
+/* One key of store_move_keys. */
+struct store_move_key {
+	const char *from;
+	size_t from_len;
+	const char *to;
+	size_t to_len;
+	const char *value;	/* from's value, as of mod_revision */
+	size_t value_len;
+	int64_t mod_revision;	/* from's, as the caller knows it */
+	int64_t lease;		/* to put @to with; 0: none */
+};
+
+/*
+ * Moves the @n keys of @keys in one transaction: it succeeds only if
+ * every @from is still at its mod_revision and every @to is absent, and
+ * then puts each @to (value, lease) and deletes each @from, all at one
+ * revision (*@rev).  EPRECONDITION (and nothing changed) if a compare
+ * fails; ENOTSUP on v2; EINVAL if etcd refuses the size of the
+ * transaction (its --max-txn-ops: 2 * @n compares and 2 * @n ops).  A
+ * lost answer is STORE_EUNKNOWN: not settled (helper/store_txn.c).
+ */
+int store_move_keys(struct store *s, const struct store_move_key *keys,
+		    size_t n, int64_t *rev, struct store_error *err);
 
 /* Grants a lease of @ttl seconds; *@id is its id. */
 int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
