@@ -13,7 +13,8 @@
  * pins in xattr.c, the tree itself in node.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
- * renaming a directory that holds keys (EXDEV: mv copies instead).
+ * renaming a directory of more keys than one transaction holds (EXDEV:
+ * mv copies instead; see dirmove.c).
  */
 #include <errno.h>
 #include <inttypes.h>

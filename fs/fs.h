@@ -36,7 +36,11 @@ struct fs_config {
 	size_t value_budget;	/* bytes of values held in memory; 0: all */
 	int64_t revision;	/* 0: live; else the store reads at it (the
 				 * mount is ro and nowatch then) */
+	unsigned max_txn_ops;	/* the cluster's --max-txn-ops; 0: etcd's
+				 * default, FS_MAX_TXN_OPS */
 };
+
+#define FS_MAX_TXN_OPS 128
 
 struct fs;
 

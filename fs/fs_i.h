@@ -571,6 +571,14 @@ void fs_ttl_set(fuse_req_t req, fuse_ino_t ino, const char *value,
 		size_t size);
 void fs_ttl_remove(fuse_req_t req, fuse_ino_t ino);
 
+/*
+ * dirmove.c: renames the directory @dir of keys to (@ndir, @newname),
+ * replacing the empty directory @old (or NULL), in one transaction;
+ * EXDEV if it cannot.  fs->lock held, dropped meanwhile.  0 or errno.
+ */
+int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
+	       const char *newname, struct node *old);
+
 /* history.c: user.etcd.history; history_note with fs->lock held */
 bool fs_history_xattr(const char *name);
 void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size);

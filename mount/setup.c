@@ -409,6 +409,13 @@ int opts_finish(struct opts *o, const char *mountpoint)
 	}
 	if (o->revision_opt && decide_revision(o) != 0)
 		return -1;
+	if (o->max_txn_ops_opt) {
+		if (opts_parse_num("max_txn_ops", OPTS_FROM_OPTION,
+				   o->max_txn_ops_opt, 10, 2, 1000000,
+				   &v) != 0)
+			return -1;
+		o->fs.max_txn_ops = (unsigned)v;
+	}
 	o->store.quorum = o->fs.quorum;
 
 	/* the past does not change: the kernel may cache it all */
