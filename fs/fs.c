@@ -13,7 +13,8 @@
  * pins in xattr.c, statfs in statfs.c, the tree itself (no FUSE) in tree.c.
  *
  * What it cannot do: hard links, symbolic links, special files, and
- * renaming a directory that holds keys (EXDEV: mv copies instead).
+ * renaming a directory of more keys than one transaction holds (EXDEV:
+ * mv copies instead; see dirmove.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -943,6 +944,7 @@ void fs_free(struct fs *fs)
 	tree_release(&fs->tree);
 	pins_free(fs);
 	own_changes_free(fs);
+	history_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	fs_gate_free(fs);

@@ -44,7 +44,13 @@ struct fs_config {
 	bool debug;		/* -d: log every operation (fs/gate.c) */
 	/* What the mount is doing, for systemd's STATUS=; may be NULL. */
 	void (*status)(const char *msg);
+	int64_t revision;	/* 0: live; else the store reads at it (the
+				 * mount is ro and nowatch then) */
+	unsigned max_txn_ops;	/* the cluster's --max-txn-ops; 0: etcd's
+				 * default, FS_MAX_TXN_OPS */
 };
+
+#define FS_MAX_TXN_OPS 128
 
 struct fs;
 

@@ -182,6 +182,7 @@ struct fs {
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
 	struct fs_space *space;		/* statfs.c's; protected by lock */
 	struct fs_gate *gate;		/* gate.c's, made with the fs */
+	struct history *history;	/* protected by lock (history.c) */
 };
 
 /* fs.c */
@@ -425,5 +426,27 @@ void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
 	      int64_t *rev);
 void pins_free(struct fs *fs);
+
+/* ttl.c: user.etcd.ttl (fs_ttl_xattr: the name is it); each replies */
+bool fs_ttl_xattr(const char *name);
+void fs_ttl_get(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_ttl_set(fuse_req_t req, fuse_ino_t ino, const char *value,
+		size_t size);
+void fs_ttl_remove(fuse_req_t req, fuse_ino_t ino);
+
+/*
+ * dirmove.c: renames the directory @dir of keys to (@ndir, @newname),
+ * replacing the empty directory @old (or NULL), in one transaction;
+ * -EXDEV if it cannot.  fs->lock held, dropped meanwhile.  0 or -errno.
+ */
+int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
+	       const char *newname, struct node *old);
+
+/* history.c: user.etcd.history; history_note with fs->lock held */
+bool fs_history_xattr(const char *name);
+void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size);
+void history_note(struct fs *fs, const char *key, size_t key_len,
+		  int64_t rev);
+void history_free(struct fs *fs);
 
 #endif /* ETCDFS_FS_I_H */

@@ -8,7 +8,8 @@
  * in memory, and a key renamed to a temp name is deleted only once the
  * temp file goes without a new file taking the key's place.
  *
- * What it cannot do: rename a directory that holds keys (EXDEV: mv then
+ * What it cannot do: rename a directory of more keys than one
+ * transaction holds (fs/dirmove.c; EXDEV: mv then
  * copies and deletes), nor hard links.
  */
 #include <errno.h>
@@ -329,9 +330,9 @@ static int rename_dir(struct rename_op *op)
 	struct node *old = op->old;
 	int err;
 
-	/* a directory of keys would be many transactions: mv copies */
+	/* a directory of keys: one transaction if they fit (dirmove.c) */
 	if (!op->n->local || op->n->nchildren)
-		return -EXDEV;
+		return fs_dirmove(op->fs, op->n, op->ndir, op->newname, old);
 	if (old && (old->type != NODE_DIR || old->nchildren))
 		return old->type != NODE_DIR ? -ENOTDIR : -ENOTEMPTY;
 	err = fs_name_key(op->fs, op->ndir, op->newname, NODE_DIR, &op->key,

@@ -58,7 +58,7 @@ struct node_rare {
 	size_t ghost_key_len;
 	int64_t ghost_rev;
 
-	pid_t refused_pid;	/* the last unlink refused, for the kernel's */
+	pid_t refused_pid;	/* the last unlink or TTL set refused, for the */
 	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
 
 	/*

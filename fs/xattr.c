@@ -22,6 +22,10 @@
  * envelope is malformed.  They are listed where the value is in memory and
  * its first bytes say it may be an object (listing parses nothing).
  *
+ * user.etcd.ttl (the seconds a key has left, settable) is fs/ttl.c's; it
+ * is listed where the key has a lease.  user.etcd.history (the key's
+ * revisions etcd holds) is fs/history.c's, not listed: it costs requests.
+ *
  * Writable: user.etcd.pin.  `setfattr -n user.etcd.pin -v REV FILE` pins the
  * revision that the next commit of FILE's key by the same script must be
  * based on.  The pin belongs to the script that ran setfattr (setfattr's
@@ -360,6 +364,14 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
+	if (fs_ttl_xattr(name)) {
+		fs_ttl_get(req, ino, size);
+		return;
+	}
+	if (fs_history_xattr(name)) {
+		fs_history_get(req, ino, size);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	if (k8s)
 		len = k8s_value(fs, node_of(fs, ino),
@@ -394,7 +406,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char buf[512];
 	size_t n = 0, len = 0, i;
 	struct node *node;
-	bool k8s = false;
+	bool k8s = false, ttl = false;
 
 	pthread_mutex_lock(&fs->lock);
 	node = node_of(fs, ino);
@@ -405,6 +417,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		names = file_names;
 		n = sizeof(file_names) / sizeof(file_names[0]);
 		k8s = node->value && object_maybe(node->value, node->size);
+		ttl = node->lease != 0;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	for (i = 0; i < n; i++) {
@@ -419,6 +432,10 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 		memcpy(buf + len, k8s_names[i], l);
 		len += l;
+	}
+	if (ttl) {
+		memcpy(buf + len, "user.etcd.ttl", sizeof("user.etcd.ttl"));
+		len += sizeof("user.etcd.ttl");
 	}
 	if (size == 0)
 		fuse_reply_xattr(req, len);
@@ -459,6 +476,10 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EROFS);
 		return;
 	}
+	if (fs_ttl_xattr(name)) {
+		fs_ttl_set(req, ino, value, size);
+		return;
+	}
 	if (strcmp(name, "user.etcd.pin") != 0) {
 		/* ENOTSUP, which cp -a and mv do not report as a failure */
 		fuse_reply_err(req, ENOTSUP);
@@ -489,6 +510,10 @@ void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 	if (fs->cfg.ro) {
 		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (fs_ttl_xattr(name)) {
+		fs_ttl_remove(req, ino);
 		return;
 	}
 	if (strcmp(name, "user.etcd.pin") != 0) {

@@ -25,7 +25,8 @@
  *   U+FFFD in place of each bad byte);
  * - a key that is also a directory ("/a" and "/a/b"): the second write is
  *   EINVAL ("not a directory" or "not a file");
- * - leases (lease_grant and a put with a lease are ENOTSUP), atomic moves
+ * - leases (lease_grant and a put with a lease are ENOTSUP: a key's own
+ *   TTL stands for one, see set_ttl and key_ttl), atomic moves
  *   (move is NULL: ENOTSUP), reads at a past revision (ENOTSUP), paging
  *   (a range comes back whole in one request, whatever the limit);
  * - listing keys with a path segment that starts with '_': v2 hides them
@@ -505,6 +506,66 @@ static int e2_del(struct store *s, const char *key, size_t key_len,
 	return rc;
 }
 
+/* A put of @value on its index @expect with ttl=@ttl (0: ttl=, none). */
+static int e2_set_ttl(struct store *s, const char *key, size_t key_len,
+		      int64_t expect, const char *value, size_t value_len,
+		      int64_t ttl, int64_t *rev, struct store_error *err)
+{
+	struct etcd2_reply r;
+	char query[48], extra[40];
+	size_t body_len, extra_len;
+	char *body, *b;
+	int rc;
+
+	*rev = 0;
+	if (!etcd2_codec_key_ok(key, key_len, NULL))
+		return store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				  "key not found: etcd v2 cannot hold it");
+	snprintf(query, sizeof(query), "prevIndex=%" PRId64, expect);
+	if (ttl > 0)
+		snprintf(extra, sizeof(extra), "&ttl=%" PRId64, ttl);
+	else
+		snprintf(extra, sizeof(extra), "&ttl=");
+	extra_len = strlen(extra);
+	body = etcd2_codec_form_value(value, value_len, &body_len);
+	b = body ? realloc(body, body_len + extra_len + 1) : NULL;
+	if (!b) {
+		free(body);
+		return e2_nomem(err, key, key_len);
+	}
+	memcpy(b + body_len, extra, extra_len + 1);
+	rc = e2_call(s, "PUT", key, key_len, query, b, body_len + extra_len,
+		     &r, err);
+	free(b);
+	if (rc == 0 && (r.node.dir || r.node.kv.mod_revision <= 0))
+		rc = store_fail(err, STORE_EBADREPLY, key, key_len, 0,
+				"a put answered with a directory or without "
+				"an index");
+	else if (rc == 0)
+		*rev = r.node.kv.mod_revision;
+	else if (rc == STORE_ENOTFOUND)
+		rc = e2_refail(err, STORE_EPRECONDITION, key, key_len, 0);
+	etcd2_reply_release(&r);
+	return rc;
+}
+
+static int e2_key_ttl(struct store *s, const char *key, size_t key_len,
+		      int64_t *ttl, struct store_error *err)
+{
+	struct etcd2_reply r;
+	int rc;
+
+	*ttl = 0;
+	rc = e2_read(s, key, key_len, true, &r, err);
+	if (rc == 0 && r.node.dir)
+		rc = store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				"key not found: it is a directory");
+	if (rc == 0)
+		*ttl = r.node.ttl;
+	etcd2_reply_release(&r);
+	return rc;
+}
+
 static int e2_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 			  struct store_error *err)
 {
@@ -900,6 +961,8 @@ const struct store_backend store_etcd2_backend = {
 	.del = e2_del,
 	.move = NULL,		/* v2 cannot rename atomically */
 	.lease_grant = e2_lease_grant,
+	.set_ttl = e2_set_ttl,
+	.key_ttl = e2_key_ttl,
 	.watch = e2_watch,
 	.watch_stop = e2_watch_stop,
 	.members = e2_members,

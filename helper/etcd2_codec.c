@@ -10,7 +10,7 @@
  *
  * What it cannot do: check that a reply is about the key that was asked
  * for (the backend and store.c do), or parse etcd's v2 stats, auth or
- * lease-like TTL fields (they are ignored).
+ * a node's "expiration" (its "ttl", the seconds left, is read).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -158,6 +158,7 @@ static int e2c_check_node(json_t *o, struct e2c_raw *n, struct store_error *err)
 static int e2c_node(json_t *o, struct etcd2_node *n, struct store_error *err)
 {
 	struct e2c_raw raw;
+	json_t *ttl;
 	int rc;
 
 	rc = e2c_check_node(o, &raw, err);
@@ -184,6 +185,11 @@ static int e2c_node(json_t *o, struct etcd2_node *n, struct store_error *err)
 		return STORE_EINTERNAL;
 	n->kv.mod_revision = raw.mod;
 	n->kv.create_revision = raw.create;
+	/* a key about to expire may say 0 or less: it has a TTL still */
+	ttl = json_object_get(o, "ttl");
+	if (json_is_integer(ttl))
+		n->ttl = json_integer_value(ttl) > 0 ?
+			 (int64_t)json_integer_value(ttl) : 1;
 	return 0;
 }
 

@@ -65,6 +65,7 @@ struct etcd2_node {
 	bool present;		/* the reply had this node */
 	bool dir;
 	struct store_kv kv;
+	int64_t ttl;		/* "ttl": the seconds left; 0: none */
 };
 
 /*

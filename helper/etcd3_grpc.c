@@ -2,8 +2,9 @@
  * etcd3_grpc.c - the etcd v3 backend of helper/store_i.h over gRPC
  *
  * Every operation is one unary call through grpc_transport.c, built and
- * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant,
- * Cluster/MemberList, Maintenance/Status.  Writes are transactions whose failure branch reads
+ * decoded by etcd3_pb.c: KV/Range, KV/Txn, Lease/LeaseGrant, LeaseRevoke,
+ * LeaseTimeToLive, Cluster/MemberList, Maintenance/Status.  Writes are
+ * transactions whose failure branch reads
  * the keys they compared, so a lost race answers with the state that won
  * it.  Watches are in etcd3_grpc_watch.c.
  *
@@ -756,6 +757,40 @@ static int g_move(struct store *s, const char *from, size_t from_len,
 			  "the source kept changing during the rename");
 }
 
+static int g_move_keys(struct store *s, const struct store_move_key *keys,
+		       size_t n, int64_t *rev, struct store_error *err)
+{
+	struct etcd3pb_txn txn;
+	uint8_t *req;
+	size_t len = 0, i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		if (keys[i].value_len > store_max_value_size(s))
+			return g_too_large(s, keys[i].to, keys[i].to_len,
+					   keys[i].value_len, err);
+	req = etcd3pb_req_move_keys(keys, n, &len);
+	rc = g_txn_call(s, req, len, keys[0].from, keys[0].from_len, 2 * n,
+			0, &txn, err);
+	if (rc < 0)
+		return rc;
+	if (!txn.succeeded)
+		rc = store_fail(err, STORE_EPRECONDITION, keys[0].from,
+				keys[0].from_len, 0, "a key changed, or a "
+				"target exists, since the mount saw them");
+	for (i = 0; rc == 0 && i < n; i++)
+		if (!g_txn_kinds(&txn, ETCD3PB_PUT, ETCD3PB_DELETE) ||
+		    txn.res[2 * i].op != ETCD3PB_PUT ||
+		    txn.res[2 * i + 1].op != ETCD3PB_DELETE)
+			rc = store_fail(err, STORE_EBADREPLY, keys[0].from,
+					keys[0].from_len, 0, "%s: a move "
+					"answered as something else", G_TXN);
+	if (rc == 0 && rev)
+		*rev = txn.revision;
+	etcd3pb_txn_release(&txn);
+	return rc;
+}
+
 /* ---- leases, members ---- */
 
 static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
@@ -776,6 +811,47 @@ static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 		return rc;
 	rc = etcd3pb_decode_lease_grant(reply.msg, reply.len, id, &granted,
 					&e);
+	grpc_reply_release(&reply);
+	if (rc < 0)
+		return g_decode_fail(err, &e, path, NULL, 0);
+	return 0;
+}
+
+/* Revoking a lease deletes its keys: a write. */
+static int g_lease_revoke(struct store *s, int64_t id,
+			  struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Lease/LeaseRevoke";
+	struct grpc_reply reply;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	req = etcd3pb_req_lease_revoke(id, &len);
+	rc = g_call(s, path, req, len, NULL, 0, G_WRITE, &reply, err);
+	if (rc < 0)
+		return rc;
+	grpc_reply_release(&reply);
+	return 0;
+}
+
+static int g_lease_ttl(struct store *s, int64_t id, int64_t *ttl,
+		       struct store_error *err)
+{
+	static const char path[] = "/etcdserverpb.Lease/LeaseTimeToLive";
+	struct grpc_reply reply;
+	struct store_error e = { 0 };
+	int64_t got;
+	uint8_t *req;
+	size_t len = 0;
+	int rc;
+
+	*ttl = -1;
+	req = etcd3pb_req_lease_ttl(id, &len);
+	rc = g_call(s, path, req, len, NULL, 0, G_READ, &reply, err);
+	if (rc < 0)
+		return rc;
+	rc = etcd3pb_decode_lease_ttl(reply.msg, reply.len, &got, ttl, &e);
 	grpc_reply_release(&reply);
 	if (rc < 0)
 		return g_decode_fail(err, &e, path, NULL, 0);
@@ -833,6 +909,7 @@ static int g_status(struct store *s, struct store_status *out,
 
 const struct store_backend store_etcd3_backend = {
 	.name = "etcd3",
+	.past_reads = true,
 	.init = g_init,
 	.release = g_release,
 	.revision = etcd3g_revision,
@@ -843,7 +920,10 @@ const struct store_backend store_etcd3_backend = {
 	.cas = g_cas,
 	.del = g_del,
 	.move = g_move,
+	.move_keys = g_move_keys,
 	.lease_grant = g_lease_grant,
+	.lease_revoke = g_lease_revoke,
+	.lease_ttl = g_lease_ttl,
 	.watch = etcd3g_watch,
 	.watch_stop = etcd3g_watch_stop,
 	.members = g_members,

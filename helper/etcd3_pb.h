@@ -77,6 +77,13 @@ uint8_t *etcd3pb_req_move(const char *from, size_t from_len, int64_t from_mod,
 			  int64_t to_mod, int64_t to_create, const char *value,
 			  size_t value_len, size_t *len);
 
+/*
+ * One txn moving the @n keys of @k (full keys): every source compared at
+ * its mod_revision and every target at 0 (absent), then each target put
+ * (with its lease) and each source deleted; no failure branch.
+ */
+uint8_t *etcd3pb_req_move_keys(const struct store_move_key *k, size_t n,
+			       size_t *len);
 uint8_t *etcd3pb_req_lease_grant(int64_t ttl, size_t *len);
 uint8_t *etcd3pb_req_lease_revoke(int64_t id, size_t *len);
 uint8_t *etcd3pb_req_lease_keepalive(int64_t id, size_t *len);

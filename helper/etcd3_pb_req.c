@@ -273,6 +273,67 @@ uint8_t *etcd3pb_req_move(const char *from, size_t from_len, int64_t from_mod,
 	return pb_frame(&b.txn.base, len);
 }
 
+uint8_t *etcd3pb_req_move_keys(const struct store_move_key *k, size_t n,
+				size_t *len)
+{
+	Etcdserverpb__TxnRequest t = ETCDSERVERPB__TXN_REQUEST__INIT;
+	Etcdserverpb__PutRequest pi = ETCDSERVERPB__PUT_REQUEST__INIT;
+	Etcdserverpb__DeleteRangeRequest di =
+		ETCDSERVERPB__DELETE_RANGE_REQUEST__INIT;
+	pb_op oi = ETCDSERVERPB__REQUEST_OP__INIT;
+	Etcdserverpb__Compare *cmp = calloc(2 * n + 1, sizeof(*cmp));
+	Etcdserverpb__Compare **cmpp = calloc(2 * n + 1, sizeof(*cmpp));
+	Etcdserverpb__PutRequest *put = calloc(n + 1, sizeof(*put));
+	Etcdserverpb__DeleteRangeRequest *del = calloc(n + 1, sizeof(*del));
+	pb_op *ops = calloc(2 * n + 1, sizeof(*ops));
+	pb_op **opp = calloc(2 * n + 1, sizeof(*opp));
+	uint8_t *out = NULL;
+	size_t i;
+
+	if (!cmp || !cmpp || !put || !del || !ops || !opp)
+		goto out;
+	for (i = 0; i < n; i++) {
+		/* the source as the caller knows it, the target absent */
+		pb_compare(&cmp[2 * i], k[i].from, k[i].from_len,
+			   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD,
+			   k[i].mod_revision);
+		pb_compare(&cmp[2 * i + 1], k[i].to, k[i].to_len,
+			   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, 0);
+		cmpp[2 * i] = &cmp[2 * i];
+		cmpp[2 * i + 1] = &cmp[2 * i + 1];
+		put[i] = pi;
+		put[i].key = pb_bytes(k[i].to, k[i].to_len);
+		put[i].value = pb_bytes(k[i].value ? k[i].value : "",
+					k[i].value_len);
+		put[i].lease = k[i].lease > 0 ? k[i].lease : 0;
+		del[i] = di;
+		del[i].key = pb_bytes(k[i].from, k[i].from_len);
+		ops[2 * i] = oi;
+		ops[2 * i].request_case =
+			ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT;
+		ops[2 * i].request_put = &put[i];
+		ops[2 * i + 1] = oi;
+		ops[2 * i + 1].request_case =
+			ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_DELETE_RANGE;
+		ops[2 * i + 1].request_delete_range = &del[i];
+		opp[2 * i] = &ops[2 * i];
+		opp[2 * i + 1] = &ops[2 * i + 1];
+	}
+	t.compare = cmpp;
+	t.n_compare = 2 * n;
+	t.success = opp;
+	t.n_success = 2 * n;
+	out = pb_frame(&t.base, len);
+out:
+	free(cmp);
+	free(cmpp);
+	free(put);
+	free(del);
+	free(ops);
+	free(opp);
+	return out;
+}
+
 uint8_t *etcd3pb_req_lease_grant(int64_t ttl, size_t *len)
 {
 	Etcdserverpb__LeaseGrantRequest r =

@@ -390,6 +390,16 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 
 	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
 		&store_etcd3_backend;
+	if (s->cfg.revision < 0) {
+		store_fail(err, STORE_EINVAL, NULL, 0, 0, "bad revision %lld",
+			   (long long)s->cfg.revision);
+		goto err_free;
+	}
+	if (s->cfg.revision && !s->be_ops->past_reads) {
+		store_fail(err, STORE_ENOTSUP, NULL, 0, 0, "the %s backend "
+			   "cannot read at a past revision", s->be_ops->name);
+		goto err_free;
+	}
 
 	/* a backend with endpoint hooks has a transport of its own (v3's
 	 * gRPC); the others share s->tr */
@@ -491,6 +501,27 @@ int store_read_rc(int rc, struct store_error *err)
  * Reads the full key @full into @cur (prefix stripped); *@exists false and
  * 0 if it is absent.
  */
+/* The get of a store pinned at a revision: a range of one key at it. */
+static int store_get_at(struct store *s, const char *full, size_t full_len,
+			unsigned flags, struct store_kv *cur,
+			struct store_error *err)
+{
+	struct store_list l = { 0 };
+	bool more = false;
+	int rc;
+
+	rc = s->be_ops->range(s, full, full_len, NULL, 0, s->cfg.revision, 1,
+			      flags, &l, &more, NULL, err);
+	if (rc == 0 && l.n == 0)
+		rc = store_fail(err, STORE_ENOTFOUND, full, full_len, 0,
+				"key not found at revision %lld",
+				(long long)s->cfg.revision);
+	else if (rc == 0)
+		store_kv_move(cur, &l.kvs[0]);
+	store_list_release(&l);
+	return rc;
+}
+
 int store_read(struct store *s, const char *full, size_t full_len,
 		      unsigned flags, struct store_kv *cur, bool *exists,
 		      struct store_error *err)
@@ -499,7 +530,10 @@ int store_read(struct store *s, const char *full, size_t full_len,
 
 	memset(cur, 0, sizeof(*cur));
 	*exists = false;
-	rc = s->be_ops->get(s, full, full_len, flags, cur, err);
+	if (s->cfg.revision)
+		rc = store_get_at(s, full, full_len, flags, cur, err);
+	else
+		rc = s->be_ops->get(s, full, full_len, flags, cur, err);
 	if (rc == STORE_ENOTFOUND)
 		return 0;
 	if (rc < 0)

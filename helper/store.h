@@ -26,8 +26,8 @@
  * answer is STORE_EUNKNOWN or STORE_ETIMEOUT.  STORE_EUNREACHABLE from
  * any call means nothing was done.
  *
- * What it cannot do: multi-key transactions other than rename
- * (store_move), and leases other than granting one for a put.
+ * What it cannot do: multi-key transactions other than renames
+ * (store_move, store_move_keys); keep a lease alive.
  */
 #ifndef ETCDFS_STORE_H
 #define ETCDFS_STORE_H
@@ -108,6 +108,12 @@ struct store_config {
 	 */
 	long refresh_endpoints_ms;
 	store_trace_fn trace;	/* NULL: none */
+	/*
+	 * 0: the key space as it is.  Else every get, list and history
+	 * reads it as it was at this revision (v3; v2 cannot: ENOTSUP);
+	 * such a store is for reads: its caller makes no writes.
+	 */
+	int64_t revision;
 };
 
 
@@ -294,9 +300,92 @@ int store_move(struct store *s, const char *from, size_t from_len,
 	       const char *value, size_t value_len, int64_t *rev,
 	       struct store_error *err);
 
+/* One key of store_move_keys. */
+struct store_move_key {
+	const char *from;
+	size_t from_len;
+	const char *to;
+	size_t to_len;
+	const char *value;	/* from's value, as of mod_revision */
+	size_t value_len;
+	int64_t mod_revision;	/* from's, as the caller knows it */
+	int64_t lease;		/* to put @to with; 0: none */
+};
+
+/*
+ * Moves the @n keys of @keys in one transaction: it succeeds only if
+ * every @from is still at its mod_revision and every @to is absent, and
+ * then puts each @to (value, lease) and deletes each @from, all at one
+ * revision (*@rev).  EPRECONDITION (and nothing changed) if a compare
+ * fails; ENOTSUP on v2; EINVAL if etcd refuses the size of the
+ * transaction (its --max-txn-ops: 2 * @n compares and 2 * @n ops).  A
+ * lost answer is STORE_EUNKNOWN: not settled (helper/store_txn.c).
+ */
+int store_move_keys(struct store *s, const struct store_move_key *keys,
+		    size_t n, int64_t *rev, struct store_error *err);
+
 /* Grants a lease of @ttl seconds; *@id is its id. */
 int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 		      struct store_error *err);
+
+/* The longest time to live etcd grants (its MaxLeaseTTL), in seconds. */
+#define STORE_TTL_MAX 9000000000LL
+
+/* Revokes lease @id (its keys go with it).  ENOTFOUND if unknown. */
+int store_lease_revoke(struct store *s, int64_t id, struct store_error *err);
+
+/*
+ * Gives @key a time to live of @ttl seconds (0: none, the key stays),
+ * keeping its value, if its mod_revision is still @mod_revision: one
+ * compare-and-swap, EPRECONDITION (nothing changed) if the key moved on,
+ * ENOTFOUND if it is gone, EINVAL for a @ttl outside 0..STORE_TTL_MAX.
+ * v3: a lease of @ttl is granted and the value put again with it (a
+ * lease granted for a put that did not happen is revoked; the key's old
+ * lease is left alone, it may hold other keys).  v2: a put of the value
+ * with ttl= and prevIndex=, which watchers see as any put.  @out (if not
+ * NULL) is the key as written.  A lost answer is settled as for
+ * store_guaranteed_update on v3; on v2 it is STORE_EUNKNOWN.
+ */
+int store_set_ttl(struct store *s, const char *key, size_t key_len,
+		  int64_t mod_revision, int64_t ttl, struct store_kv *out,
+		  struct store_error *err);
+
+/*
+ * The seconds @key has left: *@ttl, or 0 if it has no time to live.
+ * v3: asks etcd about @lease, the key's lease as the caller knows it (0:
+ * none, and nothing is asked); an expired lease is *@ttl 0.  v2: reads
+ * the key.
+ */
+int store_key_ttl(struct store *s, const char *key, size_t key_len,
+		  int64_t lease, int64_t *ttl, struct store_error *err);
+
+/* One revision of a key, as store_key_history tells it. */
+struct store_version {
+	int64_t mod_revision;
+	int64_t create_revision;
+	int64_t version;
+};
+
+/*
+ * The revisions of @key etcd still holds, since its last creation, oldest
+ * first: *@out (free() it), *@n of them.  At most the @max newest; *@more
+ * says older ones were left out.  One keys-only read per revision
+ * (helper/store_history.c).  ENOTFOUND if the key does not exist now;
+ * ENOTSUP on v2, which cannot read at a past revision.
+ */
+int store_key_history(struct store *s, const char *key, size_t key_len,
+		      size_t max, struct store_version **out, size_t *n,
+		      bool *more, struct store_error *err);
+
+/*
+ * Whether the key space can still be read at @rev: 0, with *@now the
+ * cluster's revision; EINVAL if @rev is past *@now; ECOMPACTED if etcd
+ * compacted it, with *@oldest the oldest revision it keeps (its compact
+ * revision, learnt from a watch from @rev, which etcd cancels naming
+ * it; 0 if that could not be learnt).  ENOTSUP on v2.
+ */
+int store_check_revision(struct store *s, int64_t rev, int64_t *now,
+			 int64_t *oldest, struct store_error *err);
 
 enum store_event_type {
 	STORE_EV_PUT,		/* kv is the new state, prev_kv the old one */

@@ -4,11 +4,12 @@
  * The backend-neutral logic calls a backend through struct store_backend:
  * store.c (the API, the configuration, the prefix, reads, watches),
  * store_update.c (writes: the guaranteed-update loop, preconditions, and
- * what to do when a write's answer was lost), store_list.c (paging) and
- * store_members.c (the endpoint refresh).  The second half of this file is
- * theirs; backends use only the first.  Keys given to a backend are full keys:
- * the store prefix is already prepended; keys a backend returns are full
- * keys too, and store.c strips the prefix.
+ * what to do when a write's answer was lost), store_list.c (paging),
+ * store_members.c (the endpoint refresh), store_lease.c (times to
+ * live) and store_history.c (a key's past revisions).  The second half
+ * of this file is theirs; backends use only the first.  Keys given to a
+ * backend are full keys: the store prefix is already prepended; keys a
+ * backend returns are full keys too, and store.c strips the prefix.
  */
 #ifndef ETCDFS_STORE_I_H
 #define ETCDFS_STORE_I_H
@@ -35,6 +36,7 @@ struct store_span {
 
 struct store_backend {
 	const char *name;
+	bool past_reads;	/* range reads at a past revision work */
 
 	/* Creates the backend's private state in s->be. */
 	int (*init)(struct store *s, struct store_error *err);
@@ -103,8 +105,28 @@ struct store_backend {
 		    const char *value, size_t value_len, int64_t *rev,
 		    struct store_error *err);
 
+	/* See store_move_keys(), full keys; may be NULL (ENOTSUP). */
+	int (*move_keys)(struct store *s, const struct store_move_key *keys,
+			 size_t n, int64_t *rev, struct store_error *err);
+
 	int (*lease_grant)(struct store *s, int64_t ttl, int64_t *id,
 			   struct store_error *err);
+
+	/* May be NULL (ENOTSUP).  lease_ttl: *@ttl -1 if expired. */
+	int (*lease_revoke)(struct store *s, int64_t id,
+			    struct store_error *err);
+	int (*lease_ttl)(struct store *s, int64_t id, int64_t *ttl,
+			 struct store_error *err);
+	/*
+	 * A backend whose keys carry their own time to live (etcd2): see
+	 * store_set_ttl() and store_key_ttl(), with the full key.  NULL: the
+	 * store does it with leases.
+	 */
+	int (*set_ttl)(struct store *s, const char *key, size_t key_len,
+		       int64_t expect, const char *value, size_t value_len,
+		       int64_t ttl, int64_t *rev, struct store_error *err);
+	int (*key_ttl)(struct store *s, const char *key, size_t key_len,
+		       int64_t *ttl, struct store_error *err);
 
 	/* Starts the watch thread of @w (fields below filled by store.c). */
 	int (*watch)(struct store *s, struct store_watch *w,

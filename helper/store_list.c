@@ -451,14 +451,15 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 	L.full = full;
 	L.full_len = full_len;
 	for (;;) {
-		L.rev = 0;
+		L.rev = s->cfg.revision;	/* 0: the first request's */
 		L.first = true;
 		rc = list_paged(&L, full, full_len, to_end ? NULL : end,
 				end_len, true, err);
 		if (rc == 0)
 			rc = list_rest(&L, err);
 		lister_reset(&L);
-		if (rc != STORE_ECOMPACTED || L.rev == 0 ||
+		/* a store pinned at a past revision cannot move on */
+		if (rc != STORE_ECOMPACTED || L.rev == 0 || s->cfg.revision ||
 		    restarts >= STORE_LIST_RESTARTS)
 			break;
 		/*

@@ -160,6 +160,27 @@ static void warn_insecure(const struct opts *o)
 			 o->endpoints);
 }
 
+/* -o revision=N: refused unless etcd still holds N.  0, or -1. */
+static int check_revision(const struct opts *o, struct store *store)
+{
+	struct store_error serr = { 0 };
+	int64_t now, oldest;
+	int rc;
+
+	rc = store_check_revision(store, o->store.revision, &now, &oldest,
+				  &serr);
+	if (rc == STORE_ECOMPACTED || rc == STORE_EINVAL) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot mount revision %lld: "
+			 "%s\n", (long long)o->store.revision, serr.msg);
+		return -1;
+	}
+	if (rc != 0) {
+		report_store_error(o->endpoints, o->user, rc, &serr);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Makes the store and the filesystem and loads the keys, on the
  * terminal: the cluster must answer now, unless delay_connect leaves
@@ -177,6 +198,12 @@ static int connect_cluster(struct opts *o, struct store **store,
 	if (!*store) {
 		report_store_error(o->endpoints, o->user,
 				   serr.code ? serr.code : STORE_EINVAL, &serr);
+		return -1;
+	}
+	if (o->store.revision && o->fs.delay_connect) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: 'revision=' and "
+			 "'delay_connect' do not go together: a past revision "
+			 "is checked at mount\n");
 		return -1;
 	}
 	o->fs.store = *store;
@@ -200,6 +227,8 @@ static int connect_cluster(struct opts *o, struct store **store,
 	fuse_log(FUSE_LOG_DEBUG, "etcdfs: %s at '%s' answers, revision %lld\n",
 		 store_backend_name(*store), store_endpoint(*store),
 		 (long long)rev);
+	if (o->store.revision && check_revision(o, *store) != 0)
+		return -1;
 	notify("STATUS=loading the keys under '%s'", o->prefix);
 	memset(&serr, 0, sizeof(serr));
 	rc = fs_load(*fs, &serr);

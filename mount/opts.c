@@ -100,6 +100,14 @@ const struct opts_row opts_rows[] = {
 		  "fails with EROFS; other clients' changes are\n"
 		  "shown but raise no inotify events" },
 	{ FLAG("rw", fs.ro, false), .keep = true },
+	{ TEXT("revision=", revision_opt), .usage = "revision=REV",
+	  .help = "show the keys as they were at revision REV,\n"
+		  "read-only (EROFS), without a watch (v3 only;\n"
+		  "a compacted or future REV is refused)" },
+	{ TEXT("max_txn_ops=", max_txn_ops_opt), .usage = "max_txn_ops=N",
+	  .help = "the cluster's --max-txn-ops: a directory of up\n"
+		  "to N/2 keys is renamed in one transaction, a\n"
+		  "larger one is EXDEV (mv copies) (default: 128)" },
 	{ FLAG("quorum", fs.quorum, true), .usage = "quorum",
 	  .help = "linearizable reads: each open sees every\n"
 		  "write that completed before it" },

@@ -39,6 +39,8 @@ struct opts {
 	const char *user_opt;
 	const char *password_file;
 	const char *refresh_opt;	/* refresh_endpoints=SEC */
+	const char *revision_opt;	/* revision=N */
+	const char *max_txn_ops_opt;	/* max_txn_ops=N */
 	bool refresh_on;		/* refresh_endpoints */
 	const char *logfile;		/* absolute */
 	bool has_fsname;		/* the user named the mount: keep it */

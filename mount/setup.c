@@ -307,6 +307,31 @@ static int decide_prefix(struct opts *o)
 	return 0;
 }
 
+/*
+ * -o revision=N: the key space as it was, read-only (for the kernel too,
+ * see opts_add_mount_args), with no watch and so no echo; v3 only.
+ */
+static int decide_revision(struct opts *o)
+{
+	long long v;
+
+	if (opts_parse_num("revision", OPTS_FROM_OPTION, o->revision_opt,
+			   10, 1, INT64_MAX, &v) != 0)
+		return -1;
+	if (o->store.api == STORE_API_V2) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: revision=%lld needs etcd's "
+			 "v3 API: v2 keeps no past revisions (api=v2 "
+			 "given)\n", v);
+		return -1;
+	}
+	o->store.revision = v;
+	o->fs.revision = v;
+	o->fs.ro = true;
+	o->fs.nowatch = true;
+	o->fs.quorum = false;
+	return 0;
+}
+
 /* With -d: the settings etcdctl's variables may give, and whence. */
 static void log_sources(const struct opts *o)
 {
@@ -382,9 +407,21 @@ int opts_finish(struct opts *o, const char *mountpoint)
 	} else if (o->refresh_on) {
 		o->store.refresh_endpoints_ms = OPTS_REFRESH_SECONDS * 1000L;
 	}
+	if (o->revision_opt && decide_revision(o) != 0)
+		return -1;
+	if (o->max_txn_ops_opt) {
+		if (opts_parse_num("max_txn_ops", OPTS_FROM_OPTION,
+				   o->max_txn_ops_opt, 10, 2, 1000000,
+				   &v) != 0)
+			return -1;
+		o->fs.max_txn_ops = (unsigned)v;
+	}
 	o->store.quorum = o->fs.quorum;
 
-	if (!o->from[opts_row("entry_timeout=")])
+	/* the past does not change: the kernel may cache it all */
+	if (!o->from[opts_row("entry_timeout=")] && o->store.revision)
+		o->fs.entry_timeout = OPTS_CACHE_SECONDS;
+	else if (!o->from[opts_row("entry_timeout=")])
 		o->fs.entry_timeout = o->fs.nowatch ?
 			OPTS_NOWATCH_CACHE_SECONDS : OPTS_CACHE_SECONDS;
 	if (!o->from[opts_row("attr_timeout=")])
@@ -434,6 +471,8 @@ int opts_add_mount_args(struct fuse_args *args, const struct opts *o)
 	int res;
 
 	if (fuse_opt_add_arg(args, "-odefault_permissions") == -1)
+		goto nomem;
+	if (o->store.revision && fuse_opt_add_arg(args, "-oro") == -1)
 		goto nomem;
 	if (!o->has_subtype && fuse_opt_add_arg(args, "-osubtype=etcdfs") == -1)
 		goto nomem;

@@ -164,3 +164,22 @@ EOF
 	fs_wait_value "$MNT/after" x
 	inw_stop
 }
+
+@test "user.etcd.history is ENOTSUP: v2 keeps no history of a key" {
+	kv_put /k one
+	kv_put /k two
+	fs_wait_value "$MNT/k" two
+	run getfattr --absolute-names --only-values -n user.etcd.history "$MNT/k"
+	[ "$status" -ne 0 ]
+	[[ $output == *"Operation not supported"* ]]
+}
+
+@test "-o revision= is refused on v2, with a message" {
+	local past=$BATS_TEST_TMPDIR/past
+	mkdir -p "$past"
+	run "$ETCDFS" -f -o "endpoints=$ETCD_ENDPOINT,api=v2,revision=1" "$past"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"revision=1 needs etcd's v3 API: v2 keeps no past revisions"* ]]
+	! fs_is_mounted "$past"
+}

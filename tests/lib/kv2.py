@@ -166,7 +166,7 @@ def main(cmd, args):
             v = None if n is None else {
                 "mod_revision": n["modifiedIndex"],
                 "create_revision": n["createdIndex"],
-                "lease": 0}[field]
+                "lease": 0, "ttl": n.get("ttl", 0)}[field]
         if v is None:
             return 1
         print(v)

@@ -764,6 +764,30 @@ static bool event_mapping(void)
 	return true;
 }
 
+/* A node's "ttl": the seconds left, 0 without one, never 0 with one. */
+static bool node_ttl(void)
+{
+	struct etcd2_reply r;
+
+	CHECK(parse("{\"action\":\"get\",\"node\":{\"key\":\"/k\","
+		    "\"value\":\"v\",\"expiration\":\"2026-01-01T00:00:00Z\","
+		    "\"ttl\":597,\"modifiedIndex\":8,\"createdIndex\":7}}",
+		    &r));
+	CHECK(r.node.ttl == 597 && r.node.kv.mod_revision == 8);
+	etcd2_reply_release(&r);
+	CHECK(parse("{\"action\":\"get\",\"node\":{\"key\":\"/k\","
+		    "\"value\":\"v\",\"ttl\":0,\"modifiedIndex\":8,"
+		    "\"createdIndex\":7}}", &r));
+	CHECK(r.node.ttl == 1);
+	etcd2_reply_release(&r);
+	CHECK(parse("{\"action\":\"get\",\"node\":{\"key\":\"/k\","
+		    "\"value\":\"v\",\"modifiedIndex\":8,"
+		    "\"createdIndex\":7}}", &r));
+	CHECK(r.node.ttl == 0);
+	etcd2_reply_release(&r);
+	return true;
+}
+
 int main(void)
 {
 	FIXTURE_RUN_ALL(&suite);
@@ -776,5 +800,6 @@ int main(void)
 	TAP_RUN(list_appends);
 	TAP_RUN(list_ranges);
 	TAP_RUN(event_mapping);
+	TAP_RUN(node_ttl);
 	return tap_done(0);
 }

@@ -1,0 +1,228 @@
+/*
+ * history.c - user.etcd.history: the revisions of a key etcd still holds
+ *
+ *	$ getfattr -n user.etcd.history --only-values FILE
+ *	12 1 -
+ *	15 2 2026-12-01T19:40:01.123Z
+ *	31 3 2026-12-01T19:52:44.870Z
+ *
+ * One line per revision of the key since its last creation, oldest first:
+ * its mod_revision, its version, and when this mount saw that change come
+ * (its watch event, for the mount's own writes too), in UTC, or "-" where
+ * the mount does not know (before it was mounted, under -o nowatch, or
+ * more than HISTORY_SEEN changes ago).  The revisions come from etcd
+ * (store_key_history: one keys-only read per revision); a revision etcd
+ * compacted away is not listed, and at most the HISTORY_MAX newest are.
+ * So `etcdfs -o revision=R` of a line's R shows the key as it was.
+ *
+ * The times are a ring of the last HISTORY_SEEN changes the watch
+ * delivered (a hash of the key, the revision, the time), filled by
+ * history_note from the watch's callback, fs->lock held.
+ *
+ * What it cannot do: v2, which keeps no history of a key but its last
+ * 1,000 events of the whole cluster, is ENOTSUP; an earlier life of a key
+ * (before it was deleted and made again) is not listed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs_i.h"
+
+/* Revisions listed at most: their lines stay under XATTR_SIZE_MAX. */
+#define HISTORY_MAX	1000
+/* Changes whose time the mount remembers. */
+#define HISTORY_SEEN	16384
+
+struct history_seen {
+	uint64_t hash;
+	int64_t rev;
+	struct timespec at;
+};
+
+struct history {
+	struct history_seen ring[HISTORY_SEEN];
+	size_t next;
+	size_t n;
+};
+
+static struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+bool fs_history_xattr(const char *name)
+{
+	return strcmp(name, "user.etcd.history") == 0;
+}
+
+/* FNV-1a: the ring keeps no keys, only this. */
+static uint64_t key_hash(const char *key, size_t len)
+{
+	uint64_t h = 14695981039346656037ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)key[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+void history_note(struct fs *fs, const char *key, size_t key_len,
+		  int64_t rev)
+{
+	struct history *h = fs->history;
+	struct history_seen *e;
+
+	if (!h) {
+		/* made at the first change: a mount nobody changes pays nothing */
+		h = fs->history = calloc(1, sizeof(*h));
+		if (!h)
+			return;
+	}
+	e = &h->ring[h->next];
+	e->hash = key_hash(key, key_len);
+	e->rev = rev;
+	fs_now(&e->at);
+	h->next = (h->next + 1) % HISTORY_SEEN;
+	if (h->n < HISTORY_SEEN)
+		h->n++;
+}
+
+void history_free(struct fs *fs)
+{
+	free(fs->history);
+	fs->history = NULL;
+}
+
+/*
+ * What the ring knows of the key of @hash: *@out (free() it), *@n
+ * entries, so that each line looks through these alone.
+ */
+static int seen_of(const struct history *h, uint64_t hash,
+		   struct history_seen **out, size_t *n)
+{
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; h && i < h->n; i++)
+		k += h->ring[i].hash == hash;
+	if (!k)
+		return 0;
+	*out = malloc(k * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (i = 0; i < h->n; i++)
+		if (h->ring[i].hash == hash)
+			(*out)[(*n)++] = h->ring[i];
+	return 0;
+}
+
+static bool seen_at(const struct history_seen *seen, size_t n, int64_t rev,
+		    struct timespec *at)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (seen[i].rev == rev) {
+			*at = seen[i].at;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The lines of @v into a malloc()ed *@out; fs->lock held. */
+static int format(struct fs *fs, const char *key, size_t key_len,
+		  const struct store_version *v, size_t n, char **out,
+		  size_t *len)
+{
+	size_t cap = n * 80 + 1, o = 0, i, nseen;
+	struct history_seen *seen;
+	struct timespec at;
+	struct tm tm;
+	char when[40];
+	char *buf;
+
+	if (seen_of(fs->history, key_hash(key, key_len), &seen, &nseen) < 0)
+		return -ENOMEM;
+	buf = malloc(cap);
+	if (!buf) {
+		free(seen);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		if (seen_at(seen, nseen, v[i].mod_revision, &at) &&
+		    gmtime_r(&at.tv_sec, &tm)) {
+			size_t w = strftime(when, sizeof(when),
+					    "%Y-%m-%dT%H:%M:%S", &tm);
+
+			snprintf(when + w, sizeof(when) - w, ".%03ldZ",
+				 at.tv_nsec / 1000000);
+		} else {
+			snprintf(when, sizeof(when), "-");
+		}
+		o += (size_t)snprintf(buf + o, cap - o, "%" PRId64 " %" PRId64
+				      " %s\n", v[i].mod_revision,
+				      v[i].version, when);
+	}
+	free(seen);
+	*out = buf;
+	*len = o;
+	return 0;
+}
+
+void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct fs *fs = fs_of(req);
+	struct store_error err = { 0 };
+	struct store_version *v = NULL;
+	char *key = NULL, *text = NULL;
+	size_t key_len = 0, n = 0, len = 0;
+	bool more = false;
+	struct node *node;
+	int ret = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	node = node_of(fs, ino);
+	if (node->type != NODE_FILE || node->local || node->pending)
+		ret = -ENODATA;
+	else if (!(key = malloc(node->key_len + 1)))
+		ret = -ENOMEM;
+	else {
+		memcpy(key, node->key, node->key_len);
+		key_len = node->key_len;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (ret == 0) {
+		ret = store_key_history(fs->store, key, key_len, HISTORY_MAX,
+					&v, &n, &more, &err);
+		if (ret == STORE_ENOTSUP) {
+			ret = -ENOTSUP;
+		} else if (ret < 0) {
+			fs_log_store_error("cannot read the history", &err);
+			ret = fs_errno(ret);
+		}
+	}
+	if (ret == 0) {
+		pthread_mutex_lock(&fs->lock);
+		ret = format(fs, key, key_len, v, n, &text, &len);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	free(v);
+	free(key);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (size < len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, text, len);
+	free(text);
+}

@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+#
+# tests/fs/dirmove.bats - mv of a directory of keys: one transaction where
+# the keys fit in one (v3), else EXDEV, and mv copies and deletes
+#
+# etcdctl (or /v2/keys) checks what etcd holds and at how many revisions.
+# The conflict case holds the mount's watch ($ETCDFS_TEST_HOLD_WATCH, see
+# fs/live.c), so that another client's put is in etcd and not yet in the
+# mount when mv runs.
+
+load ../lib/mount
+
+setup()
+{
+	HOLD=$BATS_TEST_TMPDIR/hold-watch
+	export ETCDFS_TEST_HOLD_WATCH=$HOLD
+	fs_live_setup
+}
+
+teardown()
+{
+	rm -f "$HOLD"
+	fs_live_teardown
+}
+
+# fill PREFIX N: N keys PREFIX/k01.. with values v01.., through etcdctl
+# or /v2/keys, then waits for the mount to have them.
+fill()
+{
+	local i
+
+	for ((i = 1; i <= $2; i++)); do
+		printf -v i2 '%02d' "$i"
+		kv_put "$1/k$i2" "v$i2" || return 1
+	done
+}
+
+# The keys under PREFIX with their values, "KEY VALUE" a line, the prefix
+# taken off.
+dump_under()
+{
+	kv_dump | awk -v p="$1/" 'index($1, p) == 1 { print substr($0, length(p) + 1) }'
+}
+
+@test "mv of a directory of 10 keys is one revision (v2: copies)" {
+	local before after id ino_dir ino_file
+	fill /d 8
+	kv_put /d/sub/x "in sub"
+	kv_put /d/sub/y "in sub too"
+	if ! fs_v2; then
+		id=$(etcdctl lease grant 600 | awk '$1 == "lease" { print $2 }')
+		etcdctl put --lease="$id" /d/sub/y "in sub too" >/dev/null
+	fi
+	kv_put /other o
+	fs_wait_value "$MNT/d/sub/y" "in sub too"
+	before=$(dump_under /d)
+	ino_dir=$(stat -c %i "$MNT/d")
+	ino_file=$(stat -c %i "$MNT/d/k03")
+	rev=$(kv_rev)
+	inw_start
+
+	mv "$MNT/d" "$MNT/e"
+	[ "$(dump_under /e)" = "$before" ]
+	[ -z "$(dump_under /d)" ]
+	[ "$(kv_get /other)" = o ]
+	[ "$(cat "$MNT/e/sub/x")" = "in sub" ]
+	[ ! -e "$MNT/d" ]
+	[ "$(ls "$MNT/e" | wc -l)" -eq 9 ]
+	if fs_v2; then
+		# a put and a delete a key
+		(($(kv_rev) > rev + 1))
+		return 0
+	fi
+	[ "$(kv_rev)" -eq $((rev + 1)) ]
+	[ "$(kv_meta /e/k01 mod_revision)" -eq $((rev + 1)) ]
+	[ "$(kv_meta /e/sub/x mod_revision)" -eq $((rev + 1)) ]
+	# the lease went with its key
+	[ "$(printf '%x' "$(kv_meta /e/sub/y lease)")" = "$id" ]
+	[ "$(kv_meta /e/sub/x lease)" = 0 ]
+	# the same inodes, as after a local rename, and its events
+	[ "$(stat -c %i "$MNT/e")" = "$ino_dir" ]
+	[ "$(stat -c %i "$MNT/e/k03")" = "$ino_file" ]
+	wait_event MOVED_FROM,ISDIR d
+	wait_event MOVED_TO,ISDIR e
+	# the mirror's attributes are the new keys'
+	[ "$(getfattr --only-values -n user.etcd.resourceVersion "$MNT/e/k01")" -eq $((rev + 1)) ]
+	# later edits go to the new keys; the watch's own events change nothing
+	echo new | cat >"$MNT/e/k02"
+	[ "$(kv_get /e/k02)" = new ]
+	kv_absent /d/k02
+	wait_mirror_equal
+}
+
+@test "mv of a directory whose key another client changed is ESTALE and changes nothing" {
+	local rev before
+	fill /d 5
+	fs_wait_value "$MNT/d/k05" v05
+	# the mount does not see this put until the hold goes
+	touch "$HOLD"
+	if fs_v2; then
+		_kv2 put /d/k03 theirs >/dev/null
+	else
+		etcdctl put /d/k03 theirs >/dev/null
+	fi
+	sleep 0.5
+	[ "$(cat "$MNT/d/k03")" = v03 ]
+	rev=$(kv_rev)
+	before=$(kv_dump)
+
+	run mv "$MNT/d" "$MNT/e"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	if fs_v2; then
+		# v2 copies key by key: the copy of k03 fails on its revision
+		[ "$(kv_get /d/k03)" = theirs ]
+		rm -f "$HOLD"
+		return 0
+	fi
+	[[ $output == *"Stale file handle"* ]]
+	[ "$(kv_rev)" = "$rev" ]
+	[ "$(kv_dump)" = "$before" ]
+	[ -z "$(dump_under /e)" ]
+	[ "$(kv_get /d/k03)" = theirs ]
+	rm -f "$HOLD"
+	fs_wait_value "$MNT/d/k03" theirs
+	[ -d "$MNT/d" ]
+	[ ! -e "$MNT/e" ]
+}
+
+@test "mv of a directory of 200 keys is EXDEV, and mv copies it" {
+	local rev before
+	puts_http /big/k 200
+	wait_for 20 test -e "$MNT/big/k0199"
+	before=$(dump_under /big)
+	[ "$(echo "$before" | wc -l)" -eq 200 ]
+	rev=$(kv_rev)
+
+	run "$FS_PYTHON" -c 'import os, sys
+try:
+    os.rename(sys.argv[1], sys.argv[2])
+except OSError as e:
+    print(e.errno == __import__("errno").EXDEV and "EXDEV" or e)' "$MNT/big" "$MNT/moved"
+	[ "$output" = EXDEV ]
+	[ "$(kv_rev)" = "$rev" ]
+
+	mv "$MNT/big" "$MNT/moved"
+	[ "$(dump_under /moved)" = "$before" ]
+	[ -z "$(dump_under /big)" ]
+	# key by key: many revisions
+	(($(kv_rev) > rev + 200))
+}
+
+@test "max_txn_ops= bounds the keys one transaction moves" {
+	local rev
+	fs_unmount
+	fs_mount max_txn_ops=10
+	fill /five 5
+	fill /six 6
+	fs_wait_value "$MNT/six/k06" v06
+	rev=$(kv_rev)
+	mv "$MNT/five" "$MNT/five2"
+	if fs_v2; then
+		(($(kv_rev) > rev + 1))	# v2: copies whatever the size
+	else
+		[ "$(kv_rev)" -eq $((rev + 1)) ]
+	fi
+	rev=$(kv_rev)
+	run mv -T "$MNT/six" "$MNT/six2"
+	[ "$status" -eq 0 ]
+	(($(kv_rev) > rev + 1))
+	[ "$(dump_under /six2 | wc -l)" -eq 6 ]
+	[ "$(dump_under /five2 | wc -l)" -eq 5 ]
+	run "$ETCDFS" -f -o "endpoints=$ETCD_ENDPOINT,max_txn_ops=1" "$BATS_TEST_TMPDIR"
+	[ "$status" -ne 0 ]
+	[[ $output == *"max_txn_ops"* ]]
+}
+
+@test "mv of a directory onto an existing one: an empty one is replaced, a full one is ENOTEMPTY" {
+	fill /a 2
+	fill /b 1
+	mkdir "$MNT/empty"
+	fs_wait_value "$MNT/b/k01" v01
+	run mv -T "$MNT/a" "$MNT/b"
+	[ "$status" -ne 0 ]
+	[ "$(kv_get /a/k01)" = v01 ]
+	mv -T "$MNT/a" "$MNT/empty"
+	[ "$(kv_get /empty/k02)" = v02 ]
+	kv_absent /a/k01
+	[ "$(cat "$MNT/empty/k01")" = v01 ]
+}
