@@ -82,10 +82,8 @@ struct node {
 	struct node *child;		/* first child (directories) */
 	struct node *next;		/* sibling list */
 	struct node *prev;
-	size_t nchildren;
 
 	char *name;			/* encoded component, NUL-terminated */
-	size_t name_len;
 	char *key;			/* a file's key; a directory's prefix */
 	size_t key_len;
 
@@ -106,6 +104,14 @@ struct node {
 				 * committed (file.c) */
 	unsigned ndirs;		/* directories: subdirectories among the
 				 * children (st_nlink is 2 + ndirs) */
+	/*
+	 * Beside the other counts rather than size_t: 8 bytes less makes a
+	 * node with a short name fit in a smaller malloc chunk (256 bytes
+	 * rather than 272 on glibc x86-64), 16 bytes less per key.
+	 */
+	unsigned nchildren;
+	unsigned name_len;	/* one component (fs/names.c keeps it to
+				 * NAME_MAX) */
 
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
