@@ -117,6 +117,13 @@ static void *connect_thread(void *arg)
 			 "keys are loaded\n", store_endpoint(fs->store));
 	status(fs, "serving %s (loaded after %u failed attempts)",
 	       store_endpoint(fs->store), attempt);
+	/*
+	 * The root's attributes were answered before the load (its getattr
+	 * is the one operation let through) and the kernel may cache them
+	 * for the attribute timeout: now they are the keys'.  No lock held.
+	 */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
 	fs_go_live(fs);
 	return NULL;
 }
