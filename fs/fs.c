@@ -529,9 +529,18 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	struct fs *fs = fs_of(req);
 	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
 	char *buf = malloc(size), *p = buf;
-	size_t left = size, i;
+	/*
+	 * The nodes this reply gives the kernel a lookup of (READDIRPLUS):
+	 * should the reply not reach it (the request was interrupted), the
+	 * lookups are taken back.  An entry takes more than 128 bytes.
+	 */
+	struct node **given = plus ? calloc(size / 128 + 1, sizeof(*given)) :
+			      NULL;
+	size_t left = size, i, ngiven = 0;
 
-	if (!buf) {
+	if (!buf || (plus && !given)) {
+		free(buf);
+		free(given);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -539,6 +548,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	if (!dh->snapped && snap_dir(dh)) {
 		pthread_mutex_unlock(&fs->lock);
 		free(buf);
+		free(given);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -562,11 +572,13 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			}
 			used = fuse_add_direntry_plus(req, p, left, d->name,
 						      &e, (off_t)(i + 1));
-			if (used > left) {
+			if (used > left || (c && ngiven > size / 128)) {
 				if (c)
 					node_forget(&fs->tree, c, 1);
 				break;
 			}
+			if (c)
+				given[ngiven++] = c;
 		} else {
 			struct stat st = { 0 };
 
@@ -581,7 +593,13 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		left -= used;
 	}
 	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_buf(req, buf, size - left);
+	if (fuse_reply_buf(req, buf, size - left) != 0 && ngiven) {
+		pthread_mutex_lock(&fs->lock);
+		for (i = 0; i < ngiven; i++)
+			node_forget(&fs->tree, given[i], 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+	free(given);
 	free(buf);
 }
 
