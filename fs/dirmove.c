@@ -2,13 +2,16 @@
  * dirmove.c - a directory of keys renamed in one transaction
  *
  * mv DIR NEW, where DIR's keys fit in one etcd transaction (each key is a
- * compare of its revision, a compare that its new name is absent, a put
- * and a delete: 2 * N compares and 2 * N ops, so N <= max_txn_ops / 2,
- * etcd's --max-txn-ops being 128 by default), is one Txn
- * (store_move_keys): every key compared at the mod_revision the mount
- * knows, put under the new prefix with its value and lease, deleted under
- * the old, all at one revision.  A conflict is ESTALE and changes
- * nothing.  Then the mirror moves the directory node itself, so that
+ * compare of its revision, a put and a delete, and two range compares:
+ * N + 2 compares and 2 * N ops, so N <= max_txn_ops / 2, etcd's
+ * --max-txn-ops being 128 by default), is one Txn (store_move_keys):
+ * every key compared at the mod_revision the mount knows, the whole old
+ * prefix at most at the revision the mirror had applied (so that a key
+ * another client added there, and the mount has not seen, fails it), the
+ * whole new prefix empty (a key there the mount has not seen fails it
+ * too), then each key put under the new prefix with its value and lease,
+ * deleted under the old, all at one revision.  A conflict is ESTALE and
+ * changes nothing.  Then the mirror moves the directory node itself, so that
  * every inode (the directory's, its files') stays what the kernel has,
  * as after a local rename: the kernel moves its own entries, and inotify
  * watchers see the rename's MOVED_FROM and MOVED_TO.  The keys' new
@@ -48,6 +51,7 @@ struct dirmove {
 	size_t n, cap;
 	size_t nfiles;
 	size_t max_files;
+	int64_t revision;	/* the mirror's when collected */
 };
 
 /*
@@ -207,6 +211,11 @@ static int dm_keys(struct dirmove *d, struct store_move_key *k,
 static int dm_send(struct dirmove *d, int64_t *rev)
 {
 	struct store_error err = { 0 };
+	struct store_move_guard g = {
+		.from_prefix = d->from_prefix, .from_prefix_len = d->from_plen,
+		.revision = d->revision,
+		.to_prefix = d->to_prefix, .to_prefix_len = d->to_plen,
+	};
 	struct store_move_key *k = calloc(d->nfiles + 1, sizeof(*k));
 	char **values = calloc(d->nfiles + 1, sizeof(*values));
 	size_t i;
@@ -220,7 +229,8 @@ static int dm_send(struct dirmove *d, int64_t *rev)
 	pthread_mutex_unlock(&d->fs->lock);
 	ret = dm_keys(d, k, values);
 	if (ret == 0) {
-		ret = store_move_keys(d->fs->store, k, d->nfiles, rev, &err);
+		ret = store_move_keys(d->fs->store, k, d->nfiles, &g, rev,
+				      &err);
 		if (ret == STORE_EPRECONDITION || ret == STORE_ENOTFOUND) {
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' not renamed: "
 				 "a key below it changed\n", err.key);
@@ -286,7 +296,7 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 {
 	struct dirmove d = { .fs = fs };
 	int64_t rev = 0;
-	size_t i;
+	size_t i, ops;
 	int err;
 
 	if (old && old->type != NODE_DIR)
@@ -298,8 +308,10 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 		return -EXDEV;
 	d.from_prefix = dir->key;
 	d.from_plen = dir->key_len;
-	d.max_files = (fs->cfg.max_txn_ops ? fs->cfg.max_txn_ops :
-		       FS_MAX_TXN_OPS) / 2;
+	ops = fs->cfg.max_txn_ops ? fs->cfg.max_txn_ops : FS_MAX_TXN_OPS;
+	/* 2 * N ops, N + 2 compares */
+	d.max_files = ops / 2 < ops - 2 ? ops / 2 : ops - 2;
+	d.revision = fs->tree.revision;
 	err = fs_name_key(fs, ndir, newname, NODE_DIR, &d.to_prefix,
 			  &d.to_plen);
 	if (!err)

@@ -127,6 +127,69 @@ dump_under()
 	[ ! -e "$MNT/e" ]
 }
 
+# held_put KEY VALUE: with the mount's watch held, another client puts
+# KEY; the mount does not see it until the hold goes.
+held_put()
+{
+	touch "$HOLD"
+	if fs_v2; then
+		_kv2 put "$1" "$2" >/dev/null
+	else
+		etcdctl put "$1" "$2" >/dev/null
+	fi
+	sleep 0.5
+}
+
+@test "mv of a directory under which another client put a new key is ESTALE and changes nothing" {
+	local rev before
+	fill /d 3
+	fs_wait_value "$MNT/d/k03" v03
+	held_put /d/theirs new
+	[ ! -e "$MNT/d/theirs" ]
+	rev=$(kv_rev)
+	before=$(kv_dump)
+
+	run mv "$MNT/d" "$MNT/e"
+	echo "$output"
+	if fs_v2; then
+		rm -f "$HOLD"
+		return 0	# v2 copies key by key what the mount knows
+	fi
+	[ "$status" -ne 0 ]
+	[[ $output == *"Stale file handle"* ]]
+	[ "$(kv_rev)" = "$rev" ]
+	[ "$(kv_dump)" = "$before" ]
+	[ "$(kv_get /d/theirs)" = new ]
+	[ -z "$(dump_under /e)" ]
+	rm -f "$HOLD"
+	fs_wait_value "$MNT/d/theirs" new
+}
+
+@test "mv of a directory onto a name another client just filled is ESTALE and changes nothing" {
+	local rev before
+	fill /d 3
+	fs_wait_value "$MNT/d/k03" v03
+	held_put /e/theirs new
+	[ ! -e "$MNT/e" ]
+	rev=$(kv_rev)
+	before=$(kv_dump)
+
+	run mv -T "$MNT/d" "$MNT/e"
+	echo "$output"
+	if fs_v2; then
+		rm -f "$HOLD"
+		return 0	# v2 copies key by key what the mount knows
+	fi
+	[ "$status" -ne 0 ]
+	[[ $output == *"Stale file handle"* ]]
+	[ "$(kv_rev)" = "$rev" ]
+	[ "$(kv_dump)" = "$before" ]
+	[ "$(dump_under /e)" = "theirs new" ]
+	[ "$(dump_under /d | wc -l)" -eq 3 ]
+	rm -f "$HOLD"
+	fs_wait_value "$MNT/e/theirs" new
+}
+
 @test "mv of a directory of 200 keys is EXDEV, and mv copies it" {
 	local rev before
 	puts_http /big/k 200
