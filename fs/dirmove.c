@@ -19,7 +19,8 @@
  * nothing.
  *
  * What it cannot do (EXDEV, and mv copies and deletes key by key): more
- * keys than fit; a directory holding a file open for writing, a temp
+ * keys than fit, or more than DM_MAX_TXN_BYTES of keys and values (or
+ * more than the cluster's --max-request-bytes: etcd's ETOOLARGE); a directory holding a file open for writing, a temp
  * file, a file not committed yet, or a key being written; v2, which has
  * no multi-key transaction.  A renamed key is a new key for etcd: its
  * version is 1 and its create_revision the rename's.  A lost answer is
@@ -30,6 +31,13 @@
 #include <string.h>
 
 #include "fs_i.h"
+
+/*
+ * The bytes one transaction carries at most: etcd refuses a request past
+ * its --max-request-bytes (1.5 MiB by default) with "request is too
+ * large"; below it with room for the framing.
+ */
+#define DM_MAX_TXN_BYTES (1024 * 1024)
 
 /* One node of the directory, and what becomes of its key. */
 struct dm_item {
@@ -51,6 +59,7 @@ struct dirmove {
 	size_t n, cap;
 	size_t nfiles;
 	size_t max_files;
+	size_t bytes;		/* the keys' (a source twice) and values' */
 	int64_t revision;	/* the mirror's when collected */
 };
 
@@ -116,6 +125,14 @@ static int dm_add(struct dirmove *d, struct node *n)
 	if (err) {
 		free(it->from);
 		return err;
+	}
+	if (n->type == NODE_FILE) {
+		d->bytes += 2 * it->from_len + it->to_len + n->size;
+		if (d->bytes > DM_MAX_TXN_BYTES) {
+			free(it->from);
+			free(it->to);
+			return -EXDEV;
+		}
 	}
 	it->n = n;
 	n->refs++;
@@ -235,8 +252,12 @@ static int dm_send(struct dirmove *d, int64_t *rev)
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' not renamed: "
 				 "a key below it changed\n", err.key);
 			ret = -ESTALE;
-		} else if (ret == STORE_EINVAL || ret == STORE_ENOTSUP) {
-			/* the cluster's --max-txn-ops is lower: mv copies */
+		} else if (ret == STORE_EINVAL || ret == STORE_ENOTSUP ||
+			   ret == STORE_ETOOLARGE) {
+			/*
+			 * the cluster's --max-txn-ops or --max-request-bytes
+			 * is lower: mv copies
+			 */
 			fs_log_store_error("renaming a directory in one "
 					   "transaction", &err);
 			ret = -EXDEV;

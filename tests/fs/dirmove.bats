@@ -213,6 +213,24 @@ except OSError as e:
 	(($(kv_rev) > rev + 200))
 }
 
+@test "mv of a directory of 2 MB, past etcd's request size, copies it" {
+	local v i before
+	v=$(head -c 102400 /dev/zero | tr '\0' a)
+	for i in $(seq -w 1 20); do
+		kv_put "/huge/f$i" "$i$v"
+	done
+	wait_for 20 test -e "$MNT/huge/f20"
+	before=$(dump_under /huge | md5sum)
+	[ "$(dump_under /huge | wc -l)" -eq 20 ]
+
+	run mv "$MNT/huge" "$MNT/moved"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(dump_under /moved | md5sum)" = "$before" ]
+	[ -z "$(dump_under /huge)" ]
+	[ "$(stat -c %s "$MNT/moved/f07")" -eq 102402 ]
+}
+
 @test "max_txn_ops= bounds the keys one transaction moves" {
 	local rev
 	fs_unmount
