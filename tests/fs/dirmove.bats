@@ -75,7 +75,7 @@ dump_under()
 	[ "$(kv_meta /e/k01 mod_revision)" -eq $((rev + 1)) ]
 	[ "$(kv_meta /e/sub/x mod_revision)" -eq $((rev + 1)) ]
 	# the lease went with its key
-	[ "$(printf '%x' "$(kv_meta /e/sub/y lease)")" = "$id" ]
+	[ "$(printf '%016x' "$(kv_meta /e/sub/y lease)")" = "$id" ]
 	[ "$(kv_meta /e/sub/x lease)" = 0 ]
 	# the same inodes, as after a local rename, and its events
 	[ "$(stat -c %i "$MNT/e")" = "$ino_dir" ]
