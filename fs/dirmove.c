@@ -20,11 +20,12 @@
  *
  * What it cannot do (EXDEV, and mv copies and deletes key by key): more
  * keys than fit, or more than DM_MAX_TXN_BYTES of keys and values (or
- * more than the cluster's --max-request-bytes: etcd's ETOOLARGE); a directory holding a file open for writing, a temp
- * file, a file not committed yet, or a key being written; v2, which has
- * no multi-key transaction.  A renamed key is a new key for etcd: its
- * version is 1 and its create_revision the rename's.  A lost answer is
- * ETIMEDOUT ("may have been applied"), not settled.
+ * more than the cluster's --max-request-bytes: etcd's ETOOLARGE); a
+ * directory holding a file open for writing, a temp file, a file not
+ * committed yet, or a key being written; v2, which has no multi-key
+ * transaction.  A renamed key is a new key for etcd: its version is 1 and
+ * its create_revision the rename's.  A lost answer is ETIMEDOUT ("may
+ * have been applied"), not settled.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -229,9 +230,11 @@ static int dm_send(struct dirmove *d, int64_t *rev)
 {
 	struct store_error err = { 0 };
 	struct store_move_guard g = {
-		.from_prefix = d->from_prefix, .from_prefix_len = d->from_plen,
+		.from_prefix = d->from_prefix,
+		.from_prefix_len = d->from_plen,
 		.revision = d->revision,
-		.to_prefix = d->to_prefix, .to_prefix_len = d->to_plen,
+		.to_prefix = d->to_prefix,
+		.to_prefix_len = d->to_plen,
 	};
 	struct store_move_key *k = calloc(d->nfiles + 1, sizeof(*k));
 	char **values = calloc(d->nfiles + 1, sizeof(*values));
