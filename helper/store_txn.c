@@ -4,8 +4,9 @@
  *
  * The store prefix goes on every key and on the guard's prefixes, the
  * backend sends one txn of compares (each key's, and the guard's two
- * ranges: the keys the caller does not know), puts and deletes.  A txn over many keys is refused by etcd
- * past its --max-txn-ops (128 by default); the caller keeps below it.
+ * ranges: the keys the caller does not know), puts and deletes.  A txn
+ * over many keys is refused by etcd past its --max-txn-ops (128 by
+ * default) or --max-request-bytes; the caller keeps below them.
  *
  * What it cannot do: settle a lost answer (it is STORE_EUNKNOWN: read the
  * keys), nor take the write stripes of every key: the caller orders its
