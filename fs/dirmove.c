@@ -2,13 +2,16 @@
  * dirmove.c - a directory of keys renamed in one transaction
  *
  * mv DIR NEW, where DIR's keys fit in one etcd transaction (each key is a
- * compare of its revision, a compare that its new name is absent, a put
- * and a delete: 2 * N compares and 2 * N ops, so N <= max_txn_ops / 2,
- * etcd's --max-txn-ops being 128 by default), is one Txn
- * (store_move_keys): every key compared at the mod_revision the mount
- * knows, put under the new prefix with its value and lease, deleted under
- * the old, all at one revision.  A conflict is ESTALE and changes
- * nothing.  Then the mirror moves the directory node itself, so that
+ * compare of its revision, a put and a delete, and two range compares:
+ * N + 2 compares and 2 * N ops, so N <= max_txn_ops / 2, etcd's
+ * --max-txn-ops being 128 by default), is one Txn (store_move_keys):
+ * every key compared at the mod_revision the mount knows, the whole old
+ * prefix at most at the revision the mirror had applied (so that a key
+ * another client added there, and the mount has not seen, fails it), the
+ * whole new prefix empty (a key there the mount has not seen fails it
+ * too), then each key put under the new prefix with its value and lease,
+ * deleted under the old, all at one revision.  A conflict is ESTALE and
+ * changes nothing.  Then the mirror moves the directory node itself, so that
  * every inode (the directory's, its files') stays what the kernel has,
  * as after a local rename: the kernel moves its own entries, and inotify
  * watchers see the rename's MOVED_FROM and MOVED_TO.  The keys' new
@@ -16,17 +19,26 @@
  * nothing.
  *
  * What it cannot do (EXDEV, and mv copies and deletes key by key): more
- * keys than fit; a directory holding a file open for writing, a temp
- * file, a file not committed yet, or a key being written; v2, which has
- * no multi-key transaction.  A renamed key is a new key for etcd: its
- * version is 1 and its create_revision the rename's.  A lost answer is
- * ETIMEDOUT ("may have been applied"), not settled.
+ * keys than fit, or more than DM_MAX_TXN_BYTES of keys and values (or
+ * more than the cluster's --max-request-bytes: etcd's ETOOLARGE); a
+ * directory holding a file open for writing, a temp file, a file not
+ * committed yet, or a key being written; v2, which has no multi-key
+ * transaction.  A renamed key is a new key for etcd: its version is 1 and
+ * its create_revision the rename's.  A lost answer is ETIMEDOUT ("may
+ * have been applied"), not settled.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_i.h"
+
+/*
+ * The bytes one transaction carries at most: etcd refuses a request past
+ * its --max-request-bytes (1.5 MiB by default) with "request is too
+ * large"; below it with room for the framing.
+ */
+#define DM_MAX_TXN_BYTES (1024 * 1024)
 
 /* One node of the directory, and what becomes of its key. */
 struct dm_item {
@@ -48,6 +60,8 @@ struct dirmove {
 	size_t n, cap;
 	size_t nfiles;
 	size_t max_files;
+	size_t bytes;		/* the keys' (a source twice) and values' */
+	int64_t revision;	/* the mirror's when collected */
 };
 
 /*
@@ -112,6 +126,14 @@ static int dm_add(struct dirmove *d, struct node *n)
 	if (err) {
 		free(it->from);
 		return err;
+	}
+	if (n->type == NODE_FILE) {
+		d->bytes += 2 * it->from_len + it->to_len + n->size;
+		if (d->bytes > DM_MAX_TXN_BYTES) {
+			free(it->from);
+			free(it->to);
+			return -EXDEV;
+		}
 	}
 	it->n = n;
 	n->refs++;
@@ -207,6 +229,13 @@ static int dm_keys(struct dirmove *d, struct store_move_key *k,
 static int dm_send(struct dirmove *d, int64_t *rev)
 {
 	struct store_error err = { 0 };
+	struct store_move_guard g = {
+		.from_prefix = d->from_prefix,
+		.from_prefix_len = d->from_plen,
+		.revision = d->revision,
+		.to_prefix = d->to_prefix,
+		.to_prefix_len = d->to_plen,
+	};
 	struct store_move_key *k = calloc(d->nfiles + 1, sizeof(*k));
 	char **values = calloc(d->nfiles + 1, sizeof(*values));
 	size_t i;
@@ -220,13 +249,18 @@ static int dm_send(struct dirmove *d, int64_t *rev)
 	pthread_mutex_unlock(&d->fs->lock);
 	ret = dm_keys(d, k, values);
 	if (ret == 0) {
-		ret = store_move_keys(d->fs->store, k, d->nfiles, rev, &err);
+		ret = store_move_keys(d->fs->store, k, d->nfiles, &g, rev,
+				      &err);
 		if (ret == STORE_EPRECONDITION || ret == STORE_ENOTFOUND) {
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' not renamed: "
 				 "a key below it changed\n", err.key);
 			ret = -ESTALE;
-		} else if (ret == STORE_EINVAL || ret == STORE_ENOTSUP) {
-			/* the cluster's --max-txn-ops is lower: mv copies */
+		} else if (ret == STORE_EINVAL || ret == STORE_ENOTSUP ||
+			   ret == STORE_ETOOLARGE) {
+			/*
+			 * the cluster's --max-txn-ops or --max-request-bytes
+			 * is lower: mv copies
+			 */
 			fs_log_store_error("renaming a directory in one "
 					   "transaction", &err);
 			ret = -EXDEV;
@@ -286,7 +320,7 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 {
 	struct dirmove d = { .fs = fs };
 	int64_t rev = 0;
-	size_t i;
+	size_t i, ops;
 	int err;
 
 	if (old && old->type != NODE_DIR)
@@ -298,8 +332,10 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 		return -EXDEV;
 	d.from_prefix = dir->key;
 	d.from_plen = dir->key_len;
-	d.max_files = (fs->cfg.max_txn_ops ? fs->cfg.max_txn_ops :
-		       FS_MAX_TXN_OPS) / 2;
+	ops = fs->cfg.max_txn_ops ? fs->cfg.max_txn_ops : FS_MAX_TXN_OPS;
+	/* 2 * N ops, N + 2 compares */
+	d.max_files = ops / 2 < ops - 2 ? ops / 2 : ops - 2;
+	d.revision = fs->tree.revision;
 	err = fs_name_key(fs, ndir, newname, NODE_DIR, &d.to_prefix,
 			  &d.to_plen);
 	if (!err)

@@ -543,8 +543,11 @@ static int e2_set_ttl(struct store *s, const char *key, size_t key_len,
 				"an index");
 	else if (rc == 0)
 		*rev = r.node.kv.mod_revision;
-	else if (rc == STORE_ENOTFOUND)
-		rc = e2_refail(err, STORE_EPRECONDITION, key, key_len, 0);
+	/*
+	 * A key deleted since it was read: v2 answers errorCode 100 to the
+	 * prevIndex put, ENOTFOUND as store_set_ttl() promises, not
+	 * EPRECONDITION (errorCode 101, the index moved on).
+	 */
 	etcd2_reply_release(&r);
 	return rc;
 }

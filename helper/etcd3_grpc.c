@@ -758,8 +758,10 @@ static int g_move(struct store *s, const char *from, size_t from_len,
 }
 
 static int g_move_keys(struct store *s, const struct store_move_key *keys,
-		       size_t n, int64_t *rev, struct store_error *err)
+		       size_t n, const struct store_move_guard *guard,
+		       int64_t *rev, struct store_error *err)
 {
+	struct etcd3pb_move_ranges r = { 0 };
 	struct etcd3pb_txn txn;
 	uint8_t *req;
 	size_t len = 0, i;
@@ -769,7 +771,22 @@ static int g_move_keys(struct store *s, const struct store_move_key *keys,
 		if (keys[i].value_len > store_max_value_size(s))
 			return g_too_large(s, keys[i].to, keys[i].to_len,
 					   keys[i].value_len, err);
-	req = etcd3pb_req_move_keys(keys, n, &len);
+	if (guard) {
+		r.from = guard->from_prefix;
+		r.from_len = guard->from_prefix_len;
+		r.revision = guard->revision;
+		r.to = guard->to_prefix;
+		r.to_len = guard->to_prefix_len;
+		r.from_end = store_range_end(r.from, r.from_len,
+					     &r.from_end_len);
+		r.to_end = store_range_end(r.to, r.to_len, &r.to_end_len);
+	}
+	if (guard && (!r.from_end || !r.to_end))
+		req = NULL;
+	else
+		req = etcd3pb_req_move_keys(keys, n, guard ? &r : NULL, &len);
+	free((char *)r.from_end);
+	free((char *)r.to_end);
 	rc = g_txn_call(s, req, len, keys[0].from, keys[0].from_len, 2 * n,
 			0, &txn, err);
 	if (rc < 0)

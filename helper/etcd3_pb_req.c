@@ -273,34 +273,60 @@ uint8_t *etcd3pb_req_move(const char *from, size_t from_len, int64_t from_mod,
 	return pb_frame(&b.txn.base, len);
 }
 
+/* The two range compares of a move, into @c[0] and @c[1]. */
+static void pb_move_ranges(Etcdserverpb__Compare *c,
+			   const struct etcd3pb_move_ranges *r)
+{
+	pb_compare(&c[0], r->from, r->from_len,
+		   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, r->revision + 1);
+	c[0].result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__LESS;
+	c[0].range_end = pb_bytes(r->from_end, r->from_end_len);
+	/* an empty range compares as one absent key: mod_revision 0 */
+	pb_compare(&c[1], r->to, r->to_len,
+		   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, 0);
+	c[1].range_end = pb_bytes(r->to_end, r->to_end_len);
+}
+
+/* Whether @key is in r->to's range (a prefix's: key >= to, < to_end). */
+static bool pb_in_to_range(const struct etcd3pb_move_ranges *r,
+			   const char *key, size_t len)
+{
+	return r && len >= r->to_len && memcmp(key, r->to, r->to_len) == 0;
+}
+
 uint8_t *etcd3pb_req_move_keys(const struct store_move_key *k, size_t n,
-				size_t *len)
+			       const struct etcd3pb_move_ranges *r,
+			       size_t *len)
 {
 	Etcdserverpb__TxnRequest t = ETCDSERVERPB__TXN_REQUEST__INIT;
 	Etcdserverpb__PutRequest pi = ETCDSERVERPB__PUT_REQUEST__INIT;
 	Etcdserverpb__DeleteRangeRequest di =
 		ETCDSERVERPB__DELETE_RANGE_REQUEST__INIT;
 	pb_op oi = ETCDSERVERPB__REQUEST_OP__INIT;
-	Etcdserverpb__Compare *cmp = calloc(2 * n + 1, sizeof(*cmp));
-	Etcdserverpb__Compare **cmpp = calloc(2 * n + 1, sizeof(*cmpp));
+	Etcdserverpb__Compare *cmp = calloc(2 * n + 2, sizeof(*cmp));
+	Etcdserverpb__Compare **cmpp = calloc(2 * n + 2, sizeof(*cmpp));
 	Etcdserverpb__PutRequest *put = calloc(n + 1, sizeof(*put));
 	Etcdserverpb__DeleteRangeRequest *del = calloc(n + 1, sizeof(*del));
 	pb_op *ops = calloc(2 * n + 1, sizeof(*ops));
 	pb_op **opp = calloc(2 * n + 1, sizeof(*opp));
 	uint8_t *out = NULL;
-	size_t i;
+	size_t i, nc = 0;
 
 	if (!cmp || !cmpp || !put || !del || !ops || !opp)
 		goto out;
+	if (r) {
+		pb_move_ranges(cmp, r);
+		nc = 2;
+	}
 	for (i = 0; i < n; i++) {
 		/* the source as the caller knows it, the target absent */
-		pb_compare(&cmp[2 * i], k[i].from, k[i].from_len,
+		pb_compare(&cmp[nc++], k[i].from, k[i].from_len,
 			   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD,
 			   k[i].mod_revision);
-		pb_compare(&cmp[2 * i + 1], k[i].to, k[i].to_len,
-			   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD, 0);
-		cmpp[2 * i] = &cmp[2 * i];
-		cmpp[2 * i + 1] = &cmp[2 * i + 1];
+		if (!pb_in_to_range(r, k[i].to, k[i].to_len))
+			pb_compare(&cmp[nc++], k[i].to, k[i].to_len,
+				   ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD,
+				   0);
 		put[i] = pi;
 		put[i].key = pb_bytes(k[i].to, k[i].to_len);
 		put[i].value = pb_bytes(k[i].value ? k[i].value : "",
@@ -319,8 +345,10 @@ uint8_t *etcd3pb_req_move_keys(const struct store_move_key *k, size_t n,
 		opp[2 * i] = &ops[2 * i];
 		opp[2 * i + 1] = &ops[2 * i + 1];
 	}
+	for (i = 0; i < nc; i++)
+		cmpp[i] = &cmp[i];
 	t.compare = cmpp;
-	t.n_compare = 2 * n;
+	t.n_compare = nc;
 	t.success = opp;
 	t.n_success = 2 * n;
 	out = pb_frame(&t.base, len);

@@ -516,6 +516,11 @@ static int store_get_at(struct store *s, const char *full, size_t full_len,
 		rc = store_fail(err, STORE_ENOTFOUND, full, full_len, 0,
 				"key not found at revision %lld",
 				(long long)s->cfg.revision);
+	else if (rc == 0 && (l.n > 1 || l.kvs[0].key_len != full_len ||
+			     memcmp(l.kvs[0].key, full, full_len) != 0))
+		rc = store_fail(err, STORE_EBADREPLY, full, full_len, 0,
+				"the server answered another key at "
+				"revision %lld", (long long)s->cfg.revision);
 	else if (rc == 0)
 		store_kv_move(cur, &l.kvs[0]);
 	store_list_release(&l);

@@ -313,16 +313,31 @@ struct store_move_key {
 };
 
 /*
+ * What store_move_keys compares as whole ranges, for the keys the caller
+ * does not know: every key under @from_prefix (a new one too) at most at
+ * @revision, and no key at all under @to_prefix.
+ */
+struct store_move_guard {
+	const char *from_prefix;
+	size_t from_prefix_len;
+	int64_t revision;	/* what the caller's view of @from_prefix is of */
+	const char *to_prefix;	/* every @to of the keys is under it */
+	size_t to_prefix_len;
+};
+
+/*
  * Moves the @n keys of @keys in one transaction: it succeeds only if
- * every @from is still at its mod_revision and every @to is absent, and
- * then puts each @to (value, lease) and deletes each @from, all at one
- * revision (*@rev).  EPRECONDITION (and nothing changed) if a compare
- * fails; ENOTSUP on v2; EINVAL if etcd refuses the size of the
- * transaction (its --max-txn-ops: 2 * @n compares and 2 * @n ops).  A
- * lost answer is STORE_EUNKNOWN: not settled (helper/store_txn.c).
+ * every @from is still at its mod_revision and every @to is absent (and,
+ * with a @guard, its two ranges hold), and then puts each @to (value,
+ * lease) and deletes each @from, all at one revision (*@rev).
+ * EPRECONDITION (and nothing changed) if a compare fails; ENOTSUP on v2;
+ * EINVAL if etcd refuses the size of the transaction (its --max-txn-ops:
+ * 2 * @n compares, or @n + 2 with a @guard, and 2 * @n ops).  A lost
+ * answer is STORE_EUNKNOWN: not settled (helper/store_txn.c).
  */
 int store_move_keys(struct store *s, const struct store_move_key *keys,
-		    size_t n, int64_t *rev, struct store_error *err);
+		    size_t n, const struct store_move_guard *guard,
+		    int64_t *rev, struct store_error *err);
 
 /* Grants a lease of @ttl seconds; *@id is its id. */
 int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,

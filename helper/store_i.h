@@ -105,9 +105,13 @@ struct store_backend {
 		    const char *value, size_t value_len, int64_t *rev,
 		    struct store_error *err);
 
-	/* See store_move_keys(), full keys; may be NULL (ENOTSUP). */
+	/*
+	 * See store_move_keys(), full keys and prefixes (@guard may be
+	 * NULL); may be NULL (ENOTSUP).
+	 */
 	int (*move_keys)(struct store *s, const struct store_move_key *keys,
-			 size_t n, int64_t *rev, struct store_error *err);
+			 size_t n, const struct store_move_guard *guard,
+			 int64_t *rev, struct store_error *err);
 
 	int (*lease_grant)(struct store *s, int64_t ttl, int64_t *id,
 			   struct store_error *err);

@@ -370,9 +370,16 @@ static int list_cut(struct lister *L, struct list_span *sp,
 	rc = list_count(L, spans, n + 1, err);
 	if (rc < 0)
 		goto out;
-	for (i = 0; i <= n; i++)
-		sum += spans[i].count;
-	if (sum != sp->count)
+	/* hostile counts: each checked before it is added, so no overflow */
+	for (i = 0; i <= n && rc == 0; i++) {
+		if (spans[i].count < 0 || spans[i].count > sp->count - sum)
+			rc = list_bad(L, err, "a part of a range counts more "
+				      "keys than the range", (long long)
+				      spans[i].count, (long long)sp->count);
+		else
+			sum += spans[i].count;
+	}
+	if (rc == 0 && sum != sp->count)
 		rc = list_bad(L, err, "the counts of a range's parts do not "
 			      "add up to its own", (long long)sum,
 			      (long long)sp->count);

@@ -2,9 +2,11 @@
  * store_txn.c - many keys moved in one transaction (store_move_keys), for
  * a directory renamed at once
  *
- * The store prefix goes on every key, the backend sends one txn of
- * compares, puts and deletes.  A txn over many keys is refused by etcd
- * past its --max-txn-ops (128 by default); the caller keeps below it.
+ * The store prefix goes on every key and on the guard's prefixes, the
+ * backend sends one txn of compares (each key's, and the guard's two
+ * ranges: the keys the caller does not know), puts and deletes.  A txn
+ * over many keys is refused by etcd past its --max-txn-ops (128 by
+ * default) or --max-request-bytes; the caller keeps below them.
  *
  * What it cannot do: settle a lost answer (it is STORE_EUNKNOWN: read the
  * keys), nor take the write stripes of every key: the caller orders its
@@ -16,9 +18,32 @@
 
 #include "store_i.h"
 
-int store_move_keys(struct store *s, const struct store_move_key *keys,
-		    size_t n, int64_t *rev, struct store_error *err)
+/* @guard with the store prefix on its prefixes; 0 or a store_err. */
+static int txn_guard(struct store *s, const struct store_move_guard *guard,
+		     struct store_move_guard *g, struct store_error *err)
 {
+	if (!guard->from_prefix_len || !guard->to_prefix_len ||
+	    guard->revision <= 0)
+		return store_fail(err, STORE_EINVAL, guard->from_prefix,
+				  guard->from_prefix_len, 0,
+				  "bad ranges to move");
+	*g = *guard;
+	g->from_prefix = store_full_key(s, guard->from_prefix,
+					guard->from_prefix_len,
+					&g->from_prefix_len);
+	g->to_prefix = store_full_key(s, guard->to_prefix,
+				      guard->to_prefix_len, &g->to_prefix_len);
+	if (!g->from_prefix || !g->to_prefix)
+		return store_enomem(err, guard->from_prefix,
+				    guard->from_prefix_len);
+	return 0;
+}
+
+int store_move_keys(struct store *s, const struct store_move_key *keys,
+		    size_t n, const struct store_move_guard *guard,
+		    int64_t *rev, struct store_error *err)
+{
+	struct store_move_guard g = { 0 };
 	struct store_move_key *full;
 	size_t i;
 	int rc = 0;
@@ -50,10 +75,15 @@ int store_move_keys(struct store *s, const struct store_move_key *keys,
 					keys[i].from_len, 0,
 					"bad revision or lease");
 	}
+	if (rc == 0 && guard)
+		rc = txn_guard(s, guard, &g, err);
 	if (rc == 0) {
 		store_refresh_maybe(s);
-		rc = s->be_ops->move_keys(s, full, n, rev, err);
+		rc = s->be_ops->move_keys(s, full, n, guard ? &g : NULL, rev,
+					  err);
 	}
+	free((char *)g.from_prefix);
+	free((char *)g.to_prefix);
 	for (i = 0; i < n; i++) {
 		free((char *)full[i].from);
 		free((char *)full[i].to);

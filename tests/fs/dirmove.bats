@@ -75,7 +75,7 @@ dump_under()
 	[ "$(kv_meta /e/k01 mod_revision)" -eq $((rev + 1)) ]
 	[ "$(kv_meta /e/sub/x mod_revision)" -eq $((rev + 1)) ]
 	# the lease went with its key
-	[ "$(printf '%x' "$(kv_meta /e/sub/y lease)")" = "$id" ]
+	[ "$(printf '%016x' "$(kv_meta /e/sub/y lease)")" = "$id" ]
 	[ "$(kv_meta /e/sub/x lease)" = 0 ]
 	# the same inodes, as after a local rename, and its events
 	[ "$(stat -c %i "$MNT/e")" = "$ino_dir" ]
@@ -127,6 +127,69 @@ dump_under()
 	[ ! -e "$MNT/e" ]
 }
 
+# held_put KEY VALUE: with the mount's watch held, another client puts
+# KEY; the mount does not see it until the hold goes.
+held_put()
+{
+	touch "$HOLD"
+	if fs_v2; then
+		_kv2 put "$1" "$2" >/dev/null
+	else
+		etcdctl put "$1" "$2" >/dev/null
+	fi
+	sleep 0.5
+}
+
+@test "mv of a directory under which another client put a new key is ESTALE and changes nothing" {
+	local rev before
+	fill /d 3
+	fs_wait_value "$MNT/d/k03" v03
+	held_put /d/theirs new
+	[ ! -e "$MNT/d/theirs" ]
+	rev=$(kv_rev)
+	before=$(kv_dump)
+
+	run mv "$MNT/d" "$MNT/e"
+	echo "$output"
+	if fs_v2; then
+		rm -f "$HOLD"
+		return 0	# v2 copies key by key what the mount knows
+	fi
+	[ "$status" -ne 0 ]
+	[[ $output == *"Stale file handle"* ]]
+	[ "$(kv_rev)" = "$rev" ]
+	[ "$(kv_dump)" = "$before" ]
+	[ "$(kv_get /d/theirs)" = new ]
+	[ -z "$(dump_under /e)" ]
+	rm -f "$HOLD"
+	fs_wait_value "$MNT/d/theirs" new
+}
+
+@test "mv of a directory onto a name another client just filled is ESTALE and changes nothing" {
+	local rev before
+	fill /d 3
+	fs_wait_value "$MNT/d/k03" v03
+	held_put /e/theirs new
+	[ ! -e "$MNT/e" ]
+	rev=$(kv_rev)
+	before=$(kv_dump)
+
+	run mv -T "$MNT/d" "$MNT/e"
+	echo "$output"
+	if fs_v2; then
+		rm -f "$HOLD"
+		return 0	# v2 copies key by key what the mount knows
+	fi
+	[ "$status" -ne 0 ]
+	[[ $output == *"Stale file handle"* ]]
+	[ "$(kv_rev)" = "$rev" ]
+	[ "$(kv_dump)" = "$before" ]
+	[ "$(dump_under /e)" = "theirs new" ]
+	[ "$(dump_under /d | wc -l)" -eq 3 ]
+	rm -f "$HOLD"
+	fs_wait_value "$MNT/e/theirs" new
+}
+
 @test "mv of a directory of 200 keys is EXDEV, and mv copies it" {
 	local rev before
 	puts_http /big/k 200
@@ -148,6 +211,24 @@ except OSError as e:
 	[ -z "$(dump_under /big)" ]
 	# key by key: many revisions
 	(($(kv_rev) > rev + 200))
+}
+
+@test "mv of a directory of 2 MB, past etcd's request size, copies it" {
+	local v i before
+	v=$(head -c 102400 /dev/zero | tr '\0' a)
+	for i in $(seq -w 1 20); do
+		kv_put "/huge/f$i" "$i$v"
+	done
+	wait_for 20 test -e "$MNT/huge/f20"
+	before=$(dump_under /huge | md5sum)
+	[ "$(dump_under /huge | wc -l)" -eq 20 ]
+
+	run mv "$MNT/huge" "$MNT/moved"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(dump_under /moved | md5sum)" = "$before" ]
+	[ -z "$(dump_under /huge)" ]
+	[ "$(stat -c %s "$MNT/moved/f07")" -eq 102402 ]
 }
 
 @test "max_txn_ops= bounds the keys one transaction moves" {

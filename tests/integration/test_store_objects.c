@@ -162,12 +162,13 @@ static bool test_move_keys(void)
 	k[0].mod_revision = ctl_mod("/t/mv/d/a");
 	k[1].mod_revision = ctl_mod("/t/mv/d/b") - 1;	/* stale */
 	before = ctl_revision();
-	CHECK_RC(store_move_keys(s, k, 2, &rev, &err), STORE_EPRECONDITION);
+	CHECK_RC(store_move_keys(s, k, 2, NULL, &rev, &err),
+		 STORE_EPRECONDITION);
 	CHECK(ctl_revision() == before);
 	CHECK(ctl_has("/t/mv/d/a", "va") && ctl_lacks("/t/mv/e/a"));
 
 	k[1].mod_revision = ctl_mod("/t/mv/d/b");
-	CHECK_RC(store_move_keys(s, k, 2, &rev, &err), STORE_OK);
+	CHECK_RC(store_move_keys(s, k, 2, NULL, &rev, &err), STORE_OK);
 	CHECK(rev == before + 1 && ctl_revision() == rev);
 	CHECK(ctl_has("/t/mv/e/a", "va") && ctl_has("/t/mv/e/b", "vb"));
 	CHECK(ctl_lacks("/t/mv/d/a") && ctl_lacks("/t/mv/d/b"));
@@ -175,8 +176,49 @@ static bool test_move_keys(void)
 	CHECK(ctl_put("/t/mv/d/a", "again"));
 	k[0] = (struct store_move_key){ S("d/a"), S("e/b"), S("again"),
 					ctl_mod("/t/mv/d/a"), 0 };
-	CHECK_RC(store_move_keys(s, k, 1, &rev, &err), STORE_EPRECONDITION);
+	CHECK_RC(store_move_keys(s, k, 1, NULL, &rev, &err),
+		 STORE_EPRECONDITION);
 	CHECK(ctl_has("/t/mv/e/b", "vb"));
+	store_free(s);
+	return true;
+}
+
+/*
+ * The guard's ranges: a key the caller does not know under the source (a
+ * new one) or under the target fails the move; an empty target range
+ * passes (etcd compares it as one absent key).
+ */
+static bool test_move_guard(void)
+{
+	struct store_error err = { 0 };
+	struct store *s = ctl_store_open("/t/mg/");
+	struct store_move_key k = { S("d/a"), S("e/a"), S("va"), 0, 0 };
+	struct store_move_guard g = { S("d/"), 0, S("e/") };
+	int64_t rev = 0, before;
+
+	CHECK(s);
+	CHECK(ctl_put("/t/mg/d/a", "va"));
+	k.mod_revision = ctl_mod("/t/mg/d/a");
+	g.revision = ctl_revision();
+	CHECK(ctl_put("/t/mg/d/new", "theirs"));
+	before = ctl_revision();
+	CHECK_RC(store_move_keys(s, &k, 1, &g, &rev, &err),
+		 STORE_EPRECONDITION);
+	CHECK(ctl_revision() == before && ctl_lacks("/t/mg/e/a"));
+
+	CHECK(ctl_put("/t/mg/e/other", "theirs"));
+	g.revision = ctl_revision();	/* the source range passes now */
+	before = ctl_revision();
+	CHECK_RC(store_move_keys(s, &k, 1, &g, &rev, &err),
+		 STORE_EPRECONDITION);
+	CHECK(ctl_revision() == before && ctl_has("/t/mg/d/a", "va"));
+
+	/* the same move into an empty range */
+	g.to_prefix = "f/";
+	k.to = "f/a";
+	CHECK_RC(store_move_keys(s, &k, 1, &g, &rev, &err), STORE_OK);
+	CHECK(rev == before + 1 && ctl_has("/t/mg/f/a", "va"));
+	CHECK(ctl_lacks("/t/mg/d/a"));
 	store_free(s);
 	return true;
 }
@@ -189,5 +231,6 @@ int main(void)
 	TAP_RUN(test_history);
 	TAP_RUN(test_past);
 	TAP_RUN(test_move_keys);
+	TAP_RUN(test_move_guard);
 	return tap_done(0);
 }
