@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "fs_i.h"
 
 static struct fs *fs_of(fuse_req_t req)
@@ -107,10 +108,10 @@ static int put_value(void *arg, const struct store_kv *cur,
 	return 0;
 }
 
-int fs_commit_value(struct fs *fs, struct node *n, const char *key,
-		    size_t key_len, int64_t base, const char *data,
-		    size_t len, pid_t pid, bool own, int64_t *rev,
-		    struct inflight *begun)
+static int commit_raw(struct fs *fs, struct node *n, const char *key,
+		      size_t key_len, int64_t base, const char *data,
+		      size_t len, pid_t pid, bool own, int64_t *rev,
+		      struct inflight *begun)
 {
 	struct store_preconditions pre = { 0 };
 	struct store_error err = { 0 };
@@ -205,6 +206,34 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		*rev = out.mod_revision;
 	store_kv_release(&out);
 	return 0;
+}
+
+/* Under -o codec=, what is stored is the encoding of @data (codec.c). */
+int fs_commit_value(struct fs *fs, struct node *n, const char *key,
+		    size_t key_len, int64_t base, const char *data,
+		    size_t len, pid_t pid, bool own, int64_t *rev,
+		    struct inflight *begun)
+{
+	char *raw = NULL;
+	size_t raw_len;
+	int ret;
+
+	if (!codec_key(fs, key, key_len))
+		return commit_raw(fs, n, key, key_len, base, data, len, pid,
+				  own, rev, begun);
+	ret = codec_encode(fs, key, key_len, data, len, &raw, &raw_len);
+	if (ret) {
+		if (begun) {
+			pthread_mutex_lock(&fs->lock);
+			inflight_end(fs, begun);
+			pthread_mutex_unlock(&fs->lock);
+		}
+		return ret;
+	}
+	ret = commit_raw(fs, n, key, key_len, base, raw, raw_len, pid, own,
+			 rev, begun);
+	free(raw);
+	return ret;
 }
 
 /*
@@ -573,6 +602,9 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 		return -EINVAL;
 	if ((size_t)size > value_limit(fs, n->key_len))
 		return -EFBIG;
+	/* the raw bytes are not the text a codec shows: cutting them is not */
+	if (size > 0 && codec_key(fs, n->key, n->key_len))
+		return -EOPNOTSUPP;
 	pthread_mutex_lock(&fs->lock);
 	for (h = n->handles; size == 0 && h; h = h->nnext) {
 		struct fuse_file_info fi = { .fh = (uint64_t)(uintptr_t)h };
@@ -628,10 +660,20 @@ static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
 {
 	struct fs *fs = fs_of(req);
 	struct handle *h = handle_of(fi);
-	/* once answered, the release may free @h: nothing of it after */
-	bool writer = h->writer;
+	bool writer;
 	int ret;
 
+	if (!h) {
+		/*
+		 * Opened without a message (file.c, fs->no_open): a reader
+		 * of a read-only mount, with nothing to commit.  ENOSYS to a
+		 * flush has the kernel send no flush again.
+		 */
+		fuse_reply_err(req, final ? 0 : ENOSYS);
+		return;
+	}
+	/* once answered, the release may free @h: nothing of it after */
+	writer = h->writer;
 	pthread_mutex_lock(&h->lock);
 	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
 	pthread_mutex_unlock(&h->lock);

@@ -11,7 +11,10 @@
  * whole new prefix empty (a key there the mount has not seen fails it
  * too), then each key put under the new prefix with its value and lease,
  * deleted under the old, all at one revision.  A conflict is ESTALE and
- * changes nothing.  Then the mirror moves the directory node itself, so that
+ * changes nothing.  While the Txn is in flight (fs->lock dropped) the
+ * directory and every directory below it are in the in-flight list: a
+ * file created in one of them waits (dirmove_wait), so that its key takes
+ * the new prefix, not the old one.  Then the mirror moves the directory node itself, so that
  * every inode (the directory's, its files') stays what the kernel has,
  * as after a local rename: the kernel moves its own entries, and inotify
  * watchers see the rename's MOVED_FROM and MOVED_TO.  The keys' new
@@ -24,8 +27,10 @@
  * directory holding a file open for writing, a temp file, a file not
  * committed yet, or a key being written; v2, which has no multi-key
  * transaction.  A renamed key is a new key for etcd: its version is 1 and
- * its create_revision the rename's.  A lost answer is ETIMEDOUT ("may
- * have been applied"), not settled.
+ * its create_revision the rename's.  A lost answer is settled by the
+ * store from etcd's history of the keys (helper/store_txn.c): done,
+ * ESTALE where a key moved on meanwhile, ETIMEDOUT ("may have been
+ * applied") only where etcd can no longer tell.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,7 +52,7 @@ struct dm_item {
 	size_t from_len;
 	char *to;
 	size_t to_len;
-	struct inflight in_from, in_to;	/* files only */
+	struct inflight in_from, in_to;
 };
 
 struct dirmove {
@@ -62,6 +67,8 @@ struct dirmove {
 	size_t max_files;
 	size_t bytes;		/* the keys' (a source twice) and values' */
 	int64_t revision;	/* the mirror's when collected */
+	char *dir_key;		/* a copy of the directory's, for in_dir */
+	struct inflight in_dir;
 };
 
 /*
@@ -168,6 +175,14 @@ static void dm_release(struct dirmove *d)
 	}
 	free(d->items);
 	free(d->to_prefix);
+	free(d->dir_key);
+}
+
+int dirmove_wait(struct fs *fs, struct node *dir)
+{
+	if (dir->type == NODE_DIR && inflight_wait(fs, dir) && dir->removed)
+		return -ENOENT;
+	return 0;
 }
 
 /*
@@ -342,14 +357,17 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 		err = dm_collect(&d, dir);
 	if (!err && !d.nfiles)
 		err = -EXDEV;	/* no keys: not a directory of keys */
+	if (!err && !(d.dir_key = malloc(d.from_plen + 1)))
+		err = -ENOMEM;
 	if (err) {
 		dm_release(&d);
 		return err;
 	}
 	dir->refs++;
+	memcpy(d.dir_key, d.from_prefix, d.from_plen);
+	d.dir_key[d.from_plen] = '\0';
+	inflight_begin(fs, &d.in_dir, d.dir_key, d.from_plen);
 	for (i = 0; i < d.n; i++) {
-		if (d.items[i].n->type != NODE_FILE)
-			continue;
 		inflight_begin(fs, &d.items[i].in_from, d.items[i].from,
 			       d.items[i].from_len);
 		inflight_begin(fs, &d.items[i].in_to, d.items[i].to,
@@ -368,11 +386,10 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 	if (old)
 		node_unref(&fs->tree, old);
 	for (i = 0; i < d.n; i++) {
-		if (d.items[i].n->type != NODE_FILE)
-			continue;
 		inflight_end(fs, &d.items[i].in_from);
 		inflight_end(fs, &d.items[i].in_to);
 	}
+	inflight_end(fs, &d.in_dir);
 	node_unref(&fs->tree, dir);
 	/* the keys came from d.items[].from: freed after inflight_end */
 	dm_release(&d);

@@ -4,13 +4,34 @@
  * No FUSE notification makes the kernel emit inotify events for a change
  * the daemon learned from elsewhere.  What does is a real syscall on the
  * mount, so each change the watch brings is replayed on the mountpoint --
- * mkdir for a new directory, creat and write for a new key, open(O_TRUNC)
+ * mkdir for a new directory, creat and write for a new key, open
  * and write for a changed one, unlink for a deleted one and rmdir for a
  * directory that went with it -- and the handlers recognise the echo by
- * the request's pid.  They apply the change to the mirror right there,
- * inside the echo's own request, and never touch etcd.  Watchers see
- * CREATE, MODIFY, CLOSE_WRITE, DELETE and CREATE|ISDIR as for a local
- * change, and `inotifywait -r` follows new directories.
+ * the request's pid.  Watchers see CREATE, MODIFY, CLOSE_WRITE, DELETE
+ * and CREATE|ISDIR as for a local change, and `inotifywait -r` follows
+ * new directories.
+ *
+ * The change is in the mirror before the echo replays it: the watch's
+ * thread applies it at once (echo_change), so lookups, opens and listings
+ * serve it whatever the echo's pace, and plans the echo then, from the
+ * mirror as it was just before: the path, the directories the change
+ * makes, and the node of each component (referenced), which the echo's
+ * own requests are answered from while it replays that change.  The
+ * echo's lookup of a name the change made that the echo has not made yet
+ * is ENOENT, so the kernel sends its mkdir or create, which is answered
+ * with the node the mirror has (echo_make); the echo's lookup of a name
+ * the change (or a later one) removed finds the removed node, so its
+ * unlink and rmdir reach the daemon (echo_remove).  The kernel may hold
+ * a positive dentry of a new name that another process looked up: an
+ * exclusive create (mkdir, O_EXCL) has the kernel look the name up again
+ * (fuse revalidates on LOOKUP_EXCL), and the entries of the names to make
+ * are invalidated just before the echo replays them besides.
+ *
+ * A change of a key the mount is writing right now waits, in the watch's
+ * thread, until that write is in the mirror (live.c), so that the mount's
+ * own writes are never echoed; the changes behind it wait with it, so the
+ * mirror applies changes in the watch's order and never waits for the
+ * echo.
  *
  * The syscalls are made by the echo's process (echo_proc.c), never by the
  * daemon: a thread of the daemon that waits on the daemon's own mount
@@ -29,9 +50,9 @@
  * change the process's requests are about.  If no answer comes within
  * ECHO_TIMEOUT_MS, the process is killed, and echo_cur stays set until it
  * is gone (whatever request of it is still being served must be served
- * as the echo's); the change is applied directly and the next one gets a
- * new process.  The watch never waits on any of this: it queues changes,
- * and applies them directly once ECHO_QUEUE_MAX wait (fs.c).
+ * as the echo's); the change has no events and the next one gets a new
+ * process.  The watch never waits on any of this: it queues changes, and
+ * applies them without an echo once ECHO_QUEUE_MAX wait (live.c).
  *
  * The process replays relative to the mount's root, and only while the
  * mountpoint is the mount the daemon made (its device and mount id, from
@@ -49,7 +70,10 @@
  * invalidations but no inotify event; so is a change whose path is longer
  * than PATH_MAX, and every change while there is no echo process (it
  * could not be started, or it is being replaced: a new one is tried after
- * ECHO_RETRY_MS).  It needs /proc/self/exe to be etcdfs.
+ * ECHO_RETRY_MS).  The echo's requests are told apart by pid alone, so
+ * its view of the names of the change it replays is its own: another
+ * process that looks up a name at that moment sees the mirror.  It needs
+ * /proc/self/exe to be etcdfs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +93,7 @@
 #include <unistd.h>
 
 #include "echo.h"
+#include "echo_i.h"
 #include "fs_i.h"
 #include "names.h"
 #include "thread.h"
@@ -78,31 +103,17 @@
 /* How soon a process that could not be started is tried again. */
 #define ECHO_RETRY_MS 5000
 
-enum echo_action {
-	ECHO_SKIP,
-	ECHO_DIRECT,		/* apply without a syscall */
-	ECHO_CREATE,
-	ECHO_MODIFY,
-	ECHO_DELETE,
-};
-
+/* Frees @e, its plan released already. */
 static void ev_free(struct echo_ev *e)
 {
 	store_kv_release(&e->kv);
+	free(e->path);
 	free(e);
 }
 
-int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
-	       int64_t rev)
+/* Appends @e to the queue; fs->lock held. */
+static void ev_queue(struct fs *fs, struct echo_ev *e)
 {
-	struct echo_ev *e = calloc(1, sizeof(*e));
-
-	if (!e || store_kv_copy(&e->kv, kv)) {
-		free(e);
-		return -ENOMEM;
-	}
-	e->del = del;
-	e->rev = rev;
 	pthread_mutex_lock(&fs->echo_lock);
 	if (fs->echo_tail)
 		fs->echo_tail->next = e;
@@ -112,111 +123,24 @@ int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
 	fs->echo_len++;
 	pthread_cond_signal(&fs->echo_cond);
 	pthread_mutex_unlock(&fs->echo_lock);
-	return 0;
 }
 
-/* Applies @e to the mirror without a syscall.  fs->lock held. */
-static void apply_direct(struct fs *fs, struct echo_ev *e,
-			 struct inval_list *inv)
+int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
+		int64_t rev, struct inval_list *inv)
 {
-	if (e->del)
-		tree_delete(&fs->tree, e->kv.key, e->kv.key_len, e->rev, inv);
+	struct echo_ev *e = calloc(1, sizeof(*e));
+
+	if (!e || store_kv_copy(&e->kv, kv)) {
+		free(e);
+		return -ENOMEM;
+	}
+	e->del = del;
+	e->rev = rev;
+	if (echo_apply(fs, e, inv))
+		ev_queue(fs, e);
 	else
-		tree_put(&fs->tree, &e->kv, inv);
-	e->applied = true;
-}
-
-/* Appends @name (@nlen bytes) to the relative path in @buf. */
-static bool path_add(char *buf, size_t *len, const char *name, size_t nlen)
-{
-	if (*len + 1 + nlen + 1 > PATH_MAX)
-		return false;
-	if (*len)
-		buf[(*len)++] = '/';
-	memcpy(buf + *len, name, nlen);
-	*len += nlen;
-	buf[*len] = '\0';
-	return true;
-}
-
-/*
- * Decides how to echo @e and fills the paths it needs, relative to the
- * mount's root: @path the file, @dirs the directories to make first
- * (CREATE), as offsets into @path where each ends, shallowest first.
- * fs->lock held.
- */
-static enum echo_action plan(struct fs *fs, struct echo_ev *e, char *path,
-			     size_t *ndirs, size_t *dirs, size_t maxdirs,
-			     struct inval_list *inv)
-{
-	size_t plen, len = 0, i = 0;
-	char *p = names_key_to_path(e->kv.key, e->kv.key_len, &plen);
-	struct node *dir = fs->tree.root, *n;
-	const char *c, *end, *slash;
-
-	*ndirs = 0;
-	if (!p)
-		return ECHO_DIRECT;
-	path[0] = '\0';
-	n = tree_find_key(&fs->tree, e->kv.key, e->kv.key_len);
-	if (n && (n->local || n->pending))
-		goto direct;
-	if (e->del) {
-		if (!n || (e->rev && n->mod_revision >= e->rev))
-			goto skip;
-		/* "%value", or one about to become the lone "%value" */
-		if (strcmp(n->name, NAMES_VALUE) == 0 ||
-		    (n->parent->nchildren == 2 &&
-		     tree_child(&fs->tree, n->parent, NAMES_VALUE,
-				strlen(NAMES_VALUE))))
-			goto direct;
-	} else if (n && e->kv.mod_revision <= n->mod_revision) {
-		goto skip;
-	}
-	c = p;
-	end = p + plen;
-	while ((slash = memchr(c, '/', (size_t)(end - c)))) {
-		struct node *d = dir ? tree_child(&fs->tree, dir, c,
-						  (size_t)(slash - c)) : NULL;
-
-		if (d && d->type == NODE_FILE)
-			goto direct;	/* a file becomes a directory */
-		if (!path_add(path, &len, c, (size_t)(slash - c)))
-			goto direct;
-		if (!d && !e->del) {
-			if (i == maxdirs)
-				goto direct;
-			dirs[i++] = len;
-		}
-		dir = d;
-		c = slash + 1;
-	}
-	if (!path_add(path, &len, c, (size_t)(end - c)))
-		goto direct;
-	if (dir && !n) {
-		struct node *d = tree_child(&fs->tree, dir, c,
-					    (size_t)(end - c));
-
-		if (d && d->type == NODE_DIR &&
-		    !path_add(path, &len, NAMES_VALUE, strlen(NAMES_VALUE)))
-			goto direct;
-		if (d && d->type == NODE_DIR && !d->nchildren)
-			goto direct;
-	}
-	free(p);
-	*ndirs = i;
-	if (e->del)
-		return ECHO_DELETE;
-	/* open files keep what they read: the change goes to a new inode */
-	if (n && n->nopen && !tree_replace(&fs->tree, n, inv))
-		return ECHO_DIRECT;
-	return n ? ECHO_MODIFY : ECHO_CREATE;
-direct:
-	free(p);
-	return ECHO_DIRECT;
-skip:
-	free(p);
-	return ECHO_SKIP;
+		ev_free(e);
+	return 0;
 }
 
 static int64_t now_ms(void)
@@ -575,30 +499,33 @@ static bool child_ready(struct fs *fs)
 	return false;
 }
 
-/* Hands the syscalls of @e to the process; no lock held. */
-static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
-		   const char *path, const size_t *dirs, size_t ndirs)
+/*
+ * One syscall (@op) of @e's replay on @path, by the process: 0, or -1 if
+ * it could not be done (no process, or not this mount any more: the
+ * rest of the replay is not tried).  No lock held.
+ */
+static int replay_op(struct fs *fs, struct echo_ev *e, enum echo_op op,
+		     const char *path, size_t path_len)
 {
 	struct echo_child *c = &fs->echo_child;
 	struct echo_msg m = {
-		.op = a == ECHO_CREATE ? ECHO_OP_CREATE :
-		      a == ECHO_MODIFY ? ECHO_OP_MODIFY : ECHO_OP_DELETE,
-		.path_len = (uint32_t)strlen(path),
-		.ndirs = (uint32_t)ndirs,
-		.value_len = e->del ? 0 : e->kv.value_len,
+		.op = op,
+		.path_len = (uint32_t)path_len,
+		.value_len = op == ECHO_OP_CREATE || op == ECHO_OP_MODIFY ?
+			     e->kv.value_len : 0,
 		.dev = c->dev,
 		.mnt_id = c->mnt_id,
 	};
 	struct echo_answer ans;
-	size_t i;
-	int err;
+	int ret;
 
-	for (i = 0; i < ndirs; i++)
-		m.dirs[i] = (uint32_t)dirs[i];
-	err = child_call(fs, &m, path, e->del ? NULL : e->kv.value, &ans,
+	/* no invalidation of the watch thread's meanwhile (fs_i.h) */
+	pthread_mutex_lock(&fs->replay_lock);
+	ret = child_call(fs, &m, path, m.value_len ? e->kv.value : NULL, &ans,
 			 ECHO_TIMEOUT_MS);
-	if (err)
-		return;
+	pthread_mutex_unlock(&fs->replay_lock);
+	if (ret)
+		return -1;
 	if (ans.flags & ECHO_F_GONE) {
 		if (!c->gone)
 			fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is not "
@@ -606,71 +533,192 @@ static void replay(struct fs *fs, struct echo_ev *e, enum echo_action a,
 				 "not replayed there\n", fs->cfg.mountpoint,
 				 strerror(-ans.err));
 		c->gone = true;
-		return;
+		return -1;
 	}
 	if (c->gone)
 		fuse_log(FUSE_LOG_NOTICE, "etcdfs: echo: '%s' is this mount "
 			 "again\n", fs->cfg.mountpoint);
 	c->gone = false;
 	if (ans.err)
-		fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%s': %s\n", path,
-			 strerror(-ans.err));
+		fuse_log(FUSE_LOG_DEBUG, "etcdfs: echo: '%.*s': %s\n",
+			 (int)path_len, path, strerror(-ans.err));
+	return 0;
+}
+
+/* How long the echo waits for a follower to walk a new directory. */
+#define FOLLOW_WAIT_MS 200
+/* A follower seen this long ago is not waited for any more. */
+#define FOLLOWER_TTL_MS 60000
+/* A directory closed this soon after the echo made it was followed (a
+ * follower such as inotifywait -r may take seconds on a loaded machine). */
+#define FOLLOW_SEEN_MS 10000
+/* The pause after a new directory when nobody is known to follow. */
+#define FOLLOW_PAUSE_MS 10
+
+void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir)
+{
+	struct echo_follow *f = &fs->echo_follow;
+	int64_t now = now_ms();
+	unsigned i;
+
+	if (fs->echo_pid <= 0 || fuse_req_ctx(req)->pid == fs->echo_pid)
+		return;
+	for (i = 0; i < ECHO_FOLLOW_RING; i++) {
+		if (f->made[i] != dir->ino ||
+		    now - f->made_ms[i] > FOLLOW_SEEN_MS)
+			continue;
+		f->seen_ms = now;
+		if (dir == f->waiting) {
+			f->walked = true;
+			pthread_cond_broadcast(&f->cond);
+		}
+		return;
+	}
+}
+
+bool echo_follower(struct fs *fs)
+{
+	int64_t seen = fs->echo_follow.seen_ms;
+
+	return seen && now_ms() - seen < FOLLOWER_TTL_MS;
+}
+
+/*
+ * After the echo made the directory @dir: time for `inotifywait -r` to
+ * watch it before anything is made in it (struct echo_follow).  While a
+ * follower was seen lately, until it has walked @dir (FOLLOW_WAIT_MS at
+ * most), then 2 ms for its inotify_add_watch; else FOLLOW_PAUSE_MS,
+ * in which a follower is noticed when it walks @dir.  No lock held.
+ */
+static void follow_wait(struct fs *fs, struct node *dir)
+{
+	struct echo_follow *f = &fs->echo_follow;
+	int64_t now = now_ms(), until = now + FOLLOW_WAIT_MS;
+	bool walked = false;
+
+	pthread_mutex_lock(&fs->lock);
+	f->made[f->next] = dir->ino;
+	f->made_ms[f->next] = now;
+	f->next = (f->next + 1) % ECHO_FOLLOW_RING;
+	if (echo_follower(fs)) {
+		f->waiting = dir;
+		f->walked = false;
+		while (!f->walked && now < until) {
+			struct timespec ts = {
+				.tv_sec = until / 1000,
+				.tv_nsec = (until % 1000) * 1000000L,
+			};
+
+			pthread_cond_timedwait(&f->cond, &fs->lock, &ts);
+			now = now_ms();
+		}
+		walked = f->walked;
+		f->waiting = NULL;
+		if (walked)
+			f->walked_n++;
+		else
+			f->unwalked_n++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	nanosleep(&(struct timespec){ 0, (walked ? 2 : FOLLOW_PAUSE_MS) *
+				       1000000L }, NULL);
+}
+
+/*
+ * Hands the syscalls of @e to the process, one at a time: a creation's
+ * new directories first, each given time to be watched (follow_wait),
+ * then the change itself.  No lock held.
+ */
+static void replay(struct fs *fs, struct echo_ev *e)
+{
+	/* no request of the echo's is in flight yet: e->made is as planned */
+	size_t i, comp = 0, made = e->made;
+
+	for (i = 0; e->action == ECHO_CREATE && e->path[i]; i++) {
+		if (e->path[i] != '/' || comp++ < made)
+			continue;
+		if (replay_op(fs, e, ECHO_OP_MKDIR, e->path, i))
+			return;
+		follow_wait(fs, e->chain[comp - 1]);
+	}
+	replay_op(fs, e, e->action == ECHO_CREATE ? ECHO_OP_CREATE :
+			 e->action == ECHO_MODIFY ? ECHO_OP_MODIFY :
+			 ECHO_OP_DELETE, e->path, strlen(e->path));
 }
 
 static void echo_one(struct fs *fs, struct echo_ev *e)
 {
 	struct inval_list inv = { 0 };
-	size_t dirs[ECHO_MAX_DIRS], ndirs = 0;
-	char path[PATH_MAX];
-	enum echo_action a;
-	struct node *n;
-	struct timespec until;
 	bool ready = child_ready(fs);
+	struct node *n;
+	size_t i;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 10;
 	pthread_mutex_lock(&fs->lock);
-	/* the mount's own write of this key: wait until it is in the mirror */
-	while (inflight_has(fs, e->kv.key, e->kv.key_len) &&
-	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-				      &until) != ETIMEDOUT)
-		;
-	/* its watch event came before its reply: the mirror has it now */
-	if (own_change_take(fs, e->kv.key, e->kv.key_len,
-			    e->del ? e->rev : e->kv.mod_revision)) {
-		pthread_mutex_unlock(&fs->lock);
-		return;
-	}
-	a = plan(fs, e, path, &ndirs, dirs, ECHO_MAX_DIRS, &inv);
-	if (!ready && a != ECHO_SKIP)
-		a = ECHO_DIRECT;
-	if (a == ECHO_DIRECT)
-		apply_direct(fs, e, &inv);
-	if (a == ECHO_SKIP || a == ECHO_DIRECT) {
+	if (!ready) {
+		echo_chain_release(fs, e);
 		pthread_mutex_unlock(&fs->lock);
 		fs_send_invals(fs, &inv);
 		return;
 	}
 	fs->echo_cur = e;
-	pthread_mutex_unlock(&fs->lock);
-	/* a replaced inode: the kernel must look the name up again */
-	fs_send_invals(fs, &inv);
+	/*
+	 * The names to make, and those gone from the mirror since: the
+	 * kernel forgets what another process learnt of them (a positive
+	 * or a negative entry), so that the echo's syscalls reach the daemon,
+	 * which answers the echo from the change (echo_lookup) and, until
+	 * the echo is done, answers others' lookups of them uncached
+	 */
+	for (i = 0; i < e->nchain; i++) {
+		struct node *dir = i ? e->chain[i - 1] : fs->tree.root;
+		const char *c;
+		size_t len;
 
-	replay(fs, e, a, path, dirs, ndirs);
-
-	pthread_mutex_lock(&fs->lock);
-	fs->echo_cur = NULL;
-	/* whatever the syscalls did, the mirror must follow etcd */
-	if (!e->applied)
-		apply_direct(fs, e, &inv);
-	if (!e->del) {
-		n = tree_find_key(&fs->tree, e->kv.key, e->kv.key_len);
-		/* the echo's write went through the page cache: drop it */
-		if (n && n->nlookup)
-			inval_add(&inv, false, node_id(fs, n), NULL, 0);
+		if (!e->chain[i]->removed &&
+		    (e->action != ECHO_CREATE || i < e->made))
+			continue;
+		echo_component(e->path, i, &c, &len);
+		inval_add(&inv, true, node_id(fs, dir), c, len);
 	}
 	pthread_mutex_unlock(&fs->lock);
 	fs_send_invals(fs, &inv);
+
+	replay(fs, e);
+
+	pthread_mutex_lock(&fs->lock);
+	fs->echo_cur = NULL;
+	n = e->chain[e->nchain - 1];
+	/* the echo's write went through the page cache: drop it */
+	if (!e->del && n->nlookup)
+		inval_add(&inv, false, node_id(fs, n), NULL, 0);
+	echo_chain_release(fs, e);
+	pthread_mutex_unlock(&fs->lock);
+	fs_send_invals(fs, &inv);
+}
+
+/*
+ * For tests that need the echo to lag behind the watch
+ * (tests/fs/visible.bats): while the file $ETCDFS_TEST_HOLD_ECHO names
+ * exists, the echo replays nothing (a minute at most, and not once
+ * echo_stop() was called).  Unset: one branch.  No lock held.
+ */
+static void test_hold_echo(struct fs *fs)
+{
+	static const char *path;
+	static bool read;
+	bool stop = false;
+	int i;
+
+	if (!read) {
+		path = getenv("ETCDFS_TEST_HOLD_ECHO");
+		read = true;
+	}
+	for (i = 0; path && !stop && access(path, F_OK) == 0 && i < 600;
+	     i++) {
+		usleep(100000);
+		pthread_mutex_lock(&fs->echo_lock);
+		stop = fs->echo_stop;
+		pthread_mutex_unlock(&fs->echo_lock);
+	}
 }
 
 static void *echo_main(void *arg)
@@ -691,6 +739,7 @@ static void *echo_main(void *arg)
 			fs->echo_tail = NULL;
 		fs->echo_len--;
 		pthread_mutex_unlock(&fs->echo_lock);
+		test_hold_echo(fs);
 		echo_one(fs, e);
 		ev_free(e);
 		/* one that died or hung is replaced at once, not at the next */
@@ -751,14 +800,15 @@ void echo_stop(struct fs *fs)
 	thread_stop(&fs->echo_thread);
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = false;
-	pthread_mutex_unlock(&fs->lock);
-	close(fs->echo_child.wake);
 	for (e = fs->echo_head; e; e = next) {
 		next = e->next;
+		echo_chain_release(fs, e);
 		ev_free(e);
 	}
 	fs->echo_head = fs->echo_tail = NULL;
 	fs->echo_len = 0;
+	pthread_mutex_unlock(&fs->lock);
+	close(fs->echo_child.wake);
 }
 
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req)

@@ -18,12 +18,14 @@
 #include <stdint.h>
 
 #define ECHO_FD 3
+/* the most new directories one change's replay makes (echo_plan.c) */
 #define ECHO_MAX_DIRS 64
 
 enum echo_op {
-	ECHO_OP_CREATE = 1,	/* mkdir the dirs, creat(O_EXCL), write */
-	ECHO_OP_MODIFY,		/* open(O_TRUNC), write (or ftruncate) */
+	ECHO_OP_CREATE = 1,	/* creat(O_EXCL), write */
+	ECHO_OP_MODIFY,		/* open, write over (empty: ftruncate) */
 	ECHO_OP_DELETE,		/* unlink, then rmdir the emptied parents */
+	ECHO_OP_MKDIR,		/* mkdir of one directory, before a CREATE */
 };
 
 /* echo_answer.flags: the mountpoint is not the mount; nothing was done */
@@ -32,9 +34,6 @@ enum echo_op {
 struct echo_msg {
 	uint32_t op;		/* enum echo_op */
 	uint32_t path_len;
-	uint32_t ndirs;		/* CREATE: directories to make first */
-	uint32_t dirs[ECHO_MAX_DIRS];	/* where each ends in the path,
-					 * shallowest first */
 	uint64_t value_len;
 	/*
 	 * The mount the daemon made, as /proc/self/mountinfo said when it

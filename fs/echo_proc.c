@@ -47,7 +47,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "echo.h"
@@ -189,6 +188,15 @@ static int open_root(const char *mnt, const struct echo_msg *m)
 	return fd;
 }
 
+/*
+ * The write that raises MODIFY.  A changed value is written over the old
+ * one, not after an O_TRUNC: the truncation's SETATTR is the one reply
+ * whose attributes the kernel takes whatever came since, and one answered
+ * a moment before the next change could give a reader of that change the
+ * old size (the daemon's mirror has the value already; the echo only
+ * makes the events).  An empty value still takes a truncation, since no
+ * write of nothing raises MODIFY.
+ */
 static int write_value(int fd, const struct echo_msg *m, const char *value)
 {
 	if (m->value_len)
@@ -203,32 +211,21 @@ static int replay(int root, const struct echo_msg *m, char *path,
 		  const char *value)
 {
 	int err = 0, fd, flags, r;
-	uint32_t i;
 
 	switch (m->op) {
+	case ECHO_OP_MKDIR:
+		return mkdir_beneath(root, path);
 	case ECHO_OP_CREATE:
-		for (i = 0; i < m->ndirs; i++) {
-			char save = path[m->dirs[i]];
-
-			path[m->dirs[i]] = '\0';
-			r = mkdir_beneath(root, path);
-			path[m->dirs[i]] = save;
-			if (r && !err)
-				err = r;
-			/* time for `inotifywait -r` to watch the new one */
-			nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
-		}
-		/* fall through */
 	case ECHO_OP_MODIFY:
 		flags = m->op == ECHO_OP_CREATE ? O_WRONLY | O_CREAT | O_EXCL
-						: O_WRONLY | O_TRUNC;
+						: O_WRONLY;
 		fd = open_beneath(root, path, flags, 0666);
 		if (fd < 0)
-			return err ? err : fd;
+			return fd;
 		r = write_value(fd, m, value);
 		if (close(fd) && !r)
 			r = -errno;
-		return err ? err : r;
+		return r;
 	case ECHO_OP_DELETE:
 		err = unlink_beneath(root, path, 0);
 		/* the directories that held only this key go with it */
@@ -253,13 +250,8 @@ static int replay(int root, const struct echo_msg *m, char *path,
  */
 static int read_body(const struct echo_msg *m, char *path, char **value)
 {
-	uint32_t i;
-
-	if (m->path_len >= PATH_MAX || m->ndirs > ECHO_MAX_DIRS)
+	if (m->path_len >= PATH_MAX)
 		return -EPROTO;
-	for (i = 0; i < m->ndirs; i++)
-		if (m->dirs[i] >= m->path_len)
-			return -EPROTO;
 	if (read_full(ECHO_FD, path, m->path_len) != READ_ALL)
 		return -EPROTO;
 	path[m->path_len] = '\0';

@@ -24,6 +24,7 @@
 
 #include "fs_i.h"
 #include "names.h"
+#include "quorum.h"
 
 /* The largest value pushed into the kernel's pages at its first open. */
 #define STORE_PAGES_MAX (128 * 1024)
@@ -307,6 +308,12 @@ static bool store_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 	return ok;
 }
 
+bool fs_no_open_mode(const struct fs_config *cfg)
+{
+	return cfg->ro && !cfg->codec && !cfg->quorum &&
+	       (cfg->revision || (!cfg->nowatch && !cfg->value_budget));
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -314,12 +321,17 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool paged, fill, store, refreshed;
+	bool paged, fill, store, refreshed, coded;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
 	int err;
 
+	if (fs->no_open) {
+		/* the kernel opens every file without asking from now on */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	n = node_of(fs, ino);
 	echo = echo_of(fs, req);
@@ -336,14 +348,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a writer starts from the last close's commit, still in flight */
 	if (wr && !echo && !n->local)
 		inflight_wait(fs, n);
-	if (echo && !echo->del && n->key_len == echo->kv.key_len &&
-	    memcmp(n->key, echo->kv.key, n->key_len) == 0) {
-		/* another client changed it: the echo's open applies it */
-		tree_put(&fs->tree, &echo->kv, &inv);
-		echo->applied = true;
-	} else if (echo) {
+	/* another client changed it: the mirror has it, the echo opens it */
+	if (echo && (echo->del || n->key_len != echo->kv.key_len ||
+		     memcmp(n->key, echo->kv.key, n->key_len) != 0))
 		echo = NULL;
-	}
 	if (!echo && !wr && n->trunc_waiting) {
 		/*
 		 * A file was opened with O_TRUNC and closed unwritten: its
@@ -362,7 +370,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/*
 	 * What the handle starts from: @n, or for a reader of an inode
 	 * replaced meanwhile, the key's node now.  It is read again first
-	 * for nowatch and quorum, and when the value budget evicted its
+	 * for nowatch and v2's quorum (v3's passed the barrier, quorum.c),
+	 * and when the value budget evicted its
 	 * value (unless the open truncates it anyway).
 	 */
 	src = n;
@@ -374,7 +383,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (echo || src->local || src->pending || src->removed)
 			break;
 		if ((src->value || trunc) &&
-		    (refreshed || (!fs->cfg.nowatch && !fs->cfg.quorum)))
+		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
 			break;
 		err = refreshed ? EIO : -refresh_file(fs, src);
 		if (err) {
@@ -409,8 +418,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * committed, so writers never go through the pages readers share.
 	 */
 	rev = n->mod_revision;
+	/* a decoded view is not the size stat shows: around the pages */
+	coded = h && !h->local && !echo && codec_key(fs, n->key, n->key_len);
 	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
-		fs->se && n->cached_readers < USHRT_MAX;
+		fs->se && n->cached_readers < USHRT_MAX && !coded;
 	store = paged && n->cache_rev == 0 && h->len <= STORE_PAGES_MAX;
 	fill = paged && !store && n->cache_rev != rev;
 	if (store)
@@ -428,6 +439,12 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	inval_release(&inv);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	err = coded && !trunc ? codec_view_open(fs, h, ino) : 0;
+	if (err) {
+		handle_free(fs, h);
+		fuse_reply_err(req, -err);
 		return;
 	}
 	if (store)
@@ -480,11 +497,11 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	struct inval_list inv = { 0 };
 	struct fuse_entry_param e;
 	struct echo_ev *echo;
 	struct handle *h;
 	struct node *dir, *n;
+	bool coded;
 	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
@@ -499,22 +516,18 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	}
 	if (echo) {
-		/* another client made this key: the echo's creat applies it */
-		if (echo->del ||
-		    tree_child(&fs->tree, dir, name, strlen(name)) ||
-		    tree_put(&fs->tree, &echo->kv, &inv)) {
-			err = EIO;
-			goto out;
-		}
-		echo->applied = true;
-		inval_release(&inv);
-		n = tree_child(&fs->tree, dir, name, strlen(name));
+		/* another client made this key: the mirror has it already */
+		n = echo_make(fs, echo, dir, name, NODE_FILE);
 		if (!n) {
-			err = EIO;
+			err = EEXIST;
 			goto out;
 		}
 		goto open;
 	}
+	/* a rename of dir in flight: the new name takes its new prefix */
+	err = -dirmove_wait(fs, dir);
+	if (err)
+		goto out;
 	n = tree_child(&fs->tree, dir, name, strlen(name));
 	/* a writer starts from the last close's commit, still in flight */
 	if (n && !n->local && inflight_wait(fs, n))
@@ -551,16 +564,34 @@ open:
 		err = ENOMEM;
 		goto out;
 	}
+	/* an existing key opened with O_CREAT shows its view too */
+	coded = !echo && !h->local && !n->pending && !(fi->flags & O_TRUNC) &&
+		codec_key(fs, n->key, n->key_len);
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->keep_cache = 0;
 	fi->direct_io = !h->local;
 	memset(&e, 0, sizeof(e));
 	e.ino = node_id(fs, n);
-	e.attr_timeout = fs->cfg.attr_timeout;
-	e.entry_timeout = fs->cfg.entry_timeout;
+	/* the echo's create of a key deleted since: not to be cached */
+	e.attr_timeout = n->removed ? 0 : fs->cfg.attr_timeout;
+	e.entry_timeout = n->removed ? 0 : fs->cfg.entry_timeout;
 	node_fill_attr(fs, n, &e.attr);
 	n->nlookup++;
 	pthread_mutex_unlock(&fs->lock);
+	err = coded ? -codec_view_open(fs, h, e.ino) : 0;
+	if (err) {
+		pthread_mutex_lock(&fs->lock);
+		node_forget(&fs->tree, n, 1);
+		pthread_mutex_unlock(&fs->lock);
+		handle_free(fs, h);
+		fuse_reply_err(req, err);
+		return;
+	}
+	if (coded) {
+		pthread_mutex_lock(&fs->lock);
+		node_fill_attr(fs, n, &e.attr);	/* the view's size */
+		pthread_mutex_unlock(&fs->lock);
+	}
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		pthread_mutex_lock(&fs->lock);
 		node_forget(&fs->tree, n, 1);
@@ -593,11 +624,11 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	pthread_mutex_lock(&fs->lock);
 	dir = node_of(fs, parent);
-	if (dir->type != NODE_DIR)
-		err = ENOTDIR;
-	else if (tree_child(&fs->tree, dir, name, strlen(name)))
+	/* a rename of dir in flight: the new name takes its new prefix */
+	err = dir->type != NODE_DIR ? ENOTDIR : -dirmove_wait(fs, dir);
+	if (!err && tree_child(&fs->tree, dir, name, strlen(name)))
 		err = EEXIST;
-	else
+	if (!err)
 		err = -new_file(fs, dir, name, &n);
 	if (err || n->local) {
 		if (!err)
@@ -635,6 +666,41 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_reply_entry_unref(fs, req, n);
 }
 
+/*
+ * A read of a file opened without a message (fs->no_open): the node's
+ * value, which is the revision of its inode for as long as the kernel
+ * knows it (fs_no_open_mode).  At a past revision= a value the budget
+ * evicted is read again first.
+ */
+static void read_node(struct fs *fs, fuse_req_t req, fuse_ino_t ino,
+		      size_t size, size_t off)
+{
+	struct node *n;
+	char *copy = NULL;
+	size_t len = 0;
+	int err;
+
+	pthread_mutex_lock(&fs->lock);
+	n = node_of(fs, ino);
+	err = n->type == NODE_DIR ? -EISDIR : fs_load_value(fs, n);
+	if (!err && off < n->size) {
+		len = n->size - off < size ? n->size - off : size;
+		copy = malloc(len);
+		if (copy)
+			memcpy(copy, n->value + off, len);
+		else
+			err = -ENOMEM;
+	}
+	if (!err && !n->removed)
+		node_touch(&fs->tree, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_buf(req, copy, len);
+	free(copy);
+}
+
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi)
 {
@@ -643,6 +709,10 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t o = (size_t)off;
 	int err = 0;
 
+	if (!h) {
+		read_node(fs, req, ino, size, o);
+		return;
+	}
 	pthread_mutex_lock(&h->lock);
 	if (h->writer) {
 		/* renamed between a key and a temp name since it opened */
@@ -690,6 +760,11 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct handle *h = handle_of(fi);
 	int ret;
 
+	if (!h) {
+		/* opened without a message: nothing to release */
+		fuse_reply_err(req, 0);
+		return;
+	}
 	pthread_mutex_lock(&h->lock);
 	/* nobody hears an error now: the commit logs it */
 	ret = handle_commit(fs, h, COMMIT_RELEASE);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "quorum.h"
 #include "names.h"
 
 int fs_errno(int err)
@@ -94,6 +95,13 @@ static struct fs *fs_of(fuse_req_t req)
 
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 {
+	/*
+	 * A removed node of the change the echo replays is, for the kernel,
+	 * still there until the echo's unlink or rmdir: with no link, the
+	 * kernel would drop inotify's watches of it first (DELETE_SELF)
+	 */
+	bool removed = n->removed && !echo_holds(fs, n);
+
 	memset(st, 0, sizeof(*st));
 	st->st_ino = n->ino;
 	st->st_uid = fs->cfg.uid;
@@ -102,15 +110,16 @@ void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 	if (n->type == NODE_DIR) {
 		st->st_mode = S_IFDIR | (0777 & ~fs->cfg.umask);
 		/* "." and the entry in its parent, and each child's ".." */
-		st->st_nlink = n->removed ? 0 : 2 + n->ndirs;
+		st->st_nlink = removed ? 0 : 2 + n->ndirs;
 		st->st_mtim = n->mtime;
 	} else {
 		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
-		st->st_nlink = n->removed ? 0 : 1;
+		st->st_nlink = removed ? 0 : 1;
 		/* what etcd has, or what a writer holds (commit.c) */
 		st->st_size = (off_t)n->size;
 		st->st_blocks = (st->st_size + 511) / 512;
 		st->st_mtim = n->mtime;
+		codec_fill_attr(n, st);		/* a decoded view's (codec.c) */
 		node_writer_attr(n, st);
 	}
 	st->st_atim = st->st_mtim;
@@ -125,8 +134,9 @@ static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = node_id(fs, n);
-	e->attr_timeout = fs->cfg.attr_timeout;
-	e->entry_timeout = fs->cfg.entry_timeout;
+	/* a removed node (the echo's, see echo_lookup) is not cached */
+	e->attr_timeout = n->removed ? 0 : fs->cfg.attr_timeout;
+	e->entry_timeout = n->removed ? 0 : fs->cfg.entry_timeout;
 	node_fill_attr(fs, n, &e->attr);
 	n->nlookup++;
 }
@@ -185,6 +195,11 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	/* writes must reach us with the writer's pid, and one per write(2) */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* opens without a message (file.c), if the kernel can do them */
+	if (fs->no_open && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT))
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+	else
+		fs->no_open = false;
 	/*
 	 * Every listing carries its entries' attributes, so that reading
 	 * each file of a directory sends no LOOKUP per file (the kernel's
@@ -246,77 +261,11 @@ static void fs_destroy(void *userdata)
 	fs_space_free(fs);
 }
 
-/* As lookup_key, for the directory (dir, name): the keys below it. */
-static int lookup_dir(struct fs *fs, struct node *dir, const char *name,
-		      struct inval_list *inv)
-{
-	struct store_error serr = { 0 };
-	struct store_list l = { 0 };
-	size_t prefix_len, i;
-	char *prefix;
-	int ret;
-
-	ret = fs_name_key(fs, dir, name, NODE_DIR, &prefix, &prefix_len);
-	if (ret)
-		return ret == -EINVAL ? -ENOENT : ret;
-	dir->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	ret = store_list(fs->store, prefix, prefix_len,
-			 fs->cfg.quorum ? STORE_READ_QUORUM : 0, &l, &serr);
-	pthread_mutex_lock(&fs->lock);
-	node_unref(&fs->tree, dir);
-	free(prefix);
-	if (ret) {
-		store_list_release(&l);
-		return fs_errno(ret);
-	}
-	ret = l.n ? 0 : -ENOENT;
-	for (i = 0; i < l.n && !ret; i++)
-		ret = tree_put(&fs->tree, &l.kvs[i], inv);
-	store_list_release(&l);
-	return ret;
-}
-
-/*
- * Reads the key that (dir, name) names into the tree, or the keys below
- * the directory it names.  fs->lock held, and
- * dropped for the request; @dir referenced meanwhile.  0 if it is there
- * now, -ENOENT if etcd has no such key, or another negative errno.
- */
-static int lookup_key(struct fs *fs, struct node *dir, const char *name)
-{
-	struct store_error serr = { 0 };
-	struct inval_list inv = { 0 };
-	struct store_kv kv = { 0 };
-	size_t key_len;
-	char *key;
-	int ret;
-
-	ret = fs_name_key(fs, dir, name, NODE_FILE, &key, &key_len);
-	if (ret)
-		return ret == -EINVAL ? -ENOENT : ret;
-	dir->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	ret = store_get(fs->store, key, key_len,
-			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv, &serr);
-	pthread_mutex_lock(&fs->lock);
-	node_unref(&fs->tree, dir);
-	if (ret == 0)
-		ret = tree_put(&fs->tree, &kv, &inv);
-	else if (ret == STORE_ENOTFOUND)
-		ret = lookup_dir(fs, dir, name, &inv);
-	else
-		ret = fs_errno(ret);
-	store_kv_release(&kv);
-	inval_release(&inv);
-	free(key);
-	return ret;
-}
-
 static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
+	struct echo_ev *echo;
 	struct node *dir, *n;
 	size_t len = strlen(name);
 	bool refreshed = false;
@@ -339,9 +288,16 @@ again:
 		return;
 	}
 	n = tree_child(&fs->tree, dir, name, len);
-	if (!n && fs->cfg.nowatch && !refreshed) {
-		/* without a watch the tree may be old: ask etcd */
-		int ret = lookup_key(fs, dir, name);
+	echo = echo_of(fs, req);
+	/* the echo sees the names of its change as they were before it */
+	if (echo && (err = echo_lookup(fs, echo, dir, name, &n)) < 0) {
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, -err);
+		return;
+	}
+	if (!n && (fs->cfg.nowatch || quorum_reads_etcd(fs)) && !refreshed) {
+		/* without a watch (or a barrier) the tree may be old */
+		int ret = fs_lookup_key(fs, dir, name);
 
 		if (ret && ret != -ENOENT) {
 			pthread_mutex_unlock(&fs->lock);
@@ -352,8 +308,10 @@ again:
 		goto again;
 	}
 	if (!n) {
+		bool uncached = fs->cfg.nowatch || echo_names(fs, dir, name);
+
 		pthread_mutex_unlock(&fs->lock);
-		if (fs->cfg.nowatch) {
+		if (uncached) {
 			fuse_reply_err(req, ENOENT);
 			return;
 		}
@@ -479,7 +437,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		goto out_unlock;
 	dir->refs++;
 	dh->dir = dir;
-	if (fs->cfg.nowatch) {
+	if (fs->cfg.nowatch || quorum_reads_etcd(fs)) {
 		pthread_mutex_unlock(&fs->lock);
 		err = -fs_refresh_dir(fs, dir);
 		pthread_mutex_lock(&fs->lock);
@@ -491,10 +449,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	/*
 	 * With the watch, the kernel may keep the listing: every name that
 	 * comes or goes invalidates the directory's inode (tree.c), and the
-	 * kernel drops the listing itself on the mount's own changes.
+	 * kernel drops the listing itself on the mount's own changes.  With
+	 * quorum the listing is made again at each open: an invalidation
+	 * may still be on its way when the barrier lets the open through.
 	 */
 	fi->cache_readdir = !fs->cfg.nowatch;
-	fi->keep_cache = !fs->cfg.nowatch;
+	fi->keep_cache = !fs->cfg.nowatch && !fs->cfg.quorum;
 	fuse_reply_open(req, fi);
 	return;
 out_unref:
@@ -622,6 +582,7 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
 
 	pthread_mutex_lock(&fs->lock);
+	echo_dir_walked(fs, req, dh->dir);
 	node_unref(&fs->tree, dh->dir);
 	pthread_mutex_unlock(&fs->lock);
 	free_dir_handle(dh);
@@ -763,13 +724,13 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs *fs = fs_of(req);
 	struct node *dir, *n;
+	struct echo_ev *echo;
 	char *key;
 	size_t key_len;
-	bool echo;
 	int err = 0;
 
 	pthread_mutex_lock(&fs->lock);
-	echo = echo_of(fs, req) != NULL;
+	echo = echo_of(fs, req);
 	if (fs->cfg.ro && !echo) {
 		err = EROFS;
 		goto out;
@@ -777,6 +738,18 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	err = -dir_of(fs, parent, &dir);
 	if (err)
 		goto out;
+	if (echo) {
+		/* another client's key made it: the mirror has it already */
+		n = echo_make(fs, echo, dir, name, NODE_DIR);
+		if (!n) {
+			err = EEXIST;
+			goto out;
+		}
+		n->refs++;	/* until the entry's lookup holds it */
+		pthread_mutex_unlock(&fs->lock);
+		fs_reply_entry_unref(fs, req, n);
+		return;
+	}
 	if (tree_child(&fs->tree, dir, name, strlen(name))) {
 		err = EEXIST;
 		goto out;
@@ -792,9 +765,8 @@ static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	n->key = key;
 	n->key_len = key_len;
-	/* a directory the echo makes holds a key in a moment */
-	n->local = !echo;
-	err = echo ? 0 : -dir_op(fs, n, true);
+	n->local = true;
+	err = -dir_op(fs, n, true);
 	if (err) {
 		if (!n->removed)
 			node_drop(&fs->tree, n);
@@ -816,7 +788,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct inval_list inv = { 0 };
 	struct node *dir, *n;
-	bool echo;
+	struct echo_ev *echo;
 	int err = 0;
 
 	if (fs_name_too_long(name)) {
@@ -824,7 +796,7 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	pthread_mutex_lock(&fs->lock);
-	echo = echo_of(fs, req) != NULL;
+	echo = echo_of(fs, req);
 	if (fs->cfg.ro && !echo) {
 		err = EROFS;
 		goto out;
@@ -832,11 +804,15 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	err = -dir_of(fs, parent, &dir);
 	if (err)
 		goto out;
+	if (echo) {
+		/* pruned with another client's key: gone from the mirror */
+		if (!echo_remove(fs, echo, dir, name, NODE_DIR))
+			err = ENOTEMPTY;
+		goto out;
+	}
 	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n)
 		err = ENOENT;
-	else if (echo && n->local)
-		err = EBUSY;	/* somebody's mkdir: it stays */
 	else if (n->type != NODE_DIR)
 		err = ENOTDIR;
 	else if (n->nchildren)
@@ -844,13 +820,12 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (err)
 		goto out;
 	/* only a mkdir'd directory can be empty: the others are pruned */
-	err = echo ? 0 : -dir_op(fs, n, false);
+	err = -dir_op(fs, n, false);
 	if (err)
 		goto out;
 	if (!n->removed)
 		node_drop(&fs->tree, n);
-	if (!echo)
-		tree_keep(&fs->tree, dir);
+	tree_keep(&fs->tree, dir);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	fuse_reply_err(req, err);
@@ -917,11 +892,13 @@ const struct fuse_lowlevel_ops *fs_ops(void)
 struct fs *fs_new(const struct fs_config *cfg)
 {
 	struct fs *fs = calloc(1, sizeof(*fs));
+	pthread_condattr_t ca;
 
 	if (!fs)
 		return NULL;
 	fs->cfg = *cfg;
 	fs->store = cfg->store;
+	fs->no_open = fs_no_open_mode(cfg);
 	/* the mount checked the patterns: only ENOMEM is left */
 	if (temp_names_parse(cfg->temp_names, &fs->temp)) {
 		free(fs);
@@ -929,8 +906,13 @@ struct fs *fs_new(const struct fs_config *cfg)
 	}
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->echo_lock, NULL);
+	pthread_mutex_init(&fs->replay_lock, NULL);
 	pthread_cond_init(&fs->echo_cond, NULL);
 	pthread_cond_init(&fs->inflight_cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->echo_follow.cond, &ca);
+	pthread_condattr_destroy(&ca);
 	if (tree_init(&fs->tree, cfg->value_budget, fs_now, tree_node_id)) {
 		temp_names_free(fs->temp);
 		free(fs);
@@ -939,7 +921,8 @@ struct fs *fs_new(const struct fs_config *cfg)
 	/* the kernel's reference to the root, which it never forgets */
 	fs->tree.root->nlookup = 1;
 	fs->mounted = fs->tree.root->mtime;
-	if (fs_gate_new(fs)) {
+	if (fs_gate_new(fs) || quorum_new(fs)) {
+		fs_gate_free(fs);
 		tree_release(&fs->tree);
 		temp_names_free(fs->temp);
 		free(fs);
@@ -966,8 +949,11 @@ void fs_free(struct fs *fs)
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	fs_gate_free(fs);
+	quorum_free(fs);
 	pthread_cond_destroy(&fs->echo_cond);
 	pthread_cond_destroy(&fs->inflight_cond);
+	pthread_cond_destroy(&fs->echo_follow.cond);
+	pthread_mutex_destroy(&fs->replay_lock);
 	pthread_mutex_destroy(&fs->echo_lock);
 	pthread_mutex_destroy(&fs->lock);
 	free(fs);

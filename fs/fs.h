@@ -48,6 +48,9 @@ struct fs_config {
 				 * mount is ro and nowatch then) */
 	unsigned max_txn_ops;	/* the cluster's --max-txn-ops; 0: etcd's
 				 * default, FS_MAX_TXN_OPS */
+	const char *codec;	/* -o codec=: an absolute path, or NULL */
+	const char *codec_prefix;	/* the keys it applies to, relative
+					 * to the mount's prefix; NULL: all */
 };
 
 #define FS_MAX_TXN_OPS 128

@@ -100,13 +100,23 @@ struct inflight {
 	size_t key_len;
 };
 
-/* A change from the watch, waiting for the echo thread. */
+/*
+ * A change from the watch, in the mirror already, that the echo thread is
+ * to replay (echo.c).  Its plan is under fs->lock.
+ */
 struct echo_ev {
 	struct echo_ev *next;
 	bool del;
 	struct store_kv kv;	/* owned */
 	int64_t rev;		/* the revision of a deletion */
-	bool applied;		/* a handler applied it to the mirror */
+	int action;		/* echo.c's enum echo_action */
+	char *path;		/* relative to the mount's root; owned */
+	struct node **chain;	/* each component's node, shallowest first,
+				 * as the change left (or found) it:
+				 * referenced, whatever came since */
+	size_t nchain;
+	size_t made;		/* a creation: chain[made..] not made yet */
+	size_t gone;		/* a deletion: chain[gone..] went with it */
 };
 
 /* The echo's process, as the echo thread knows it; that thread's alone. */
@@ -119,6 +129,28 @@ struct echo_child {
 	uint64_t dev;
 	uint64_t mnt_id;
 	bool gone;		/* the mountpoint was not the mount, last time */
+};
+
+/*
+ * Who follows the echo's new directories (echo.c), under fs->lock:
+ * `inotifywait -r` watches a directory only once it has walked it
+ * (opendir, readdir, closedir, then inotify_add_watch), so what the echo
+ * makes in it before that is never reported.  The echo notes the
+ * directories it made last; a process other than the echo that closes
+ * one of them soon after is a follower, and while one was seen lately
+ * the echo waits until each new directory was walked.
+ */
+#define ECHO_FOLLOW_RING 8
+struct echo_follow {
+	uint64_t made[ECHO_FOLLOW_RING];	/* their inode numbers (never reused) */
+	int64_t made_ms[ECHO_FOLLOW_RING];	/* CLOCK_MONOTONIC */
+	unsigned next;
+	struct node *waiting;	/* the one the echo waits to be walked */
+	bool walked;
+	int64_t seen_ms;	/* a follower was last seen then (0: never) */
+	pthread_cond_t cond;	/* CLOCK_MONOTONIC: walked */
+	uint64_t walked_n;	/* new directories waited for and walked */
+	uint64_t unwalked_n;	/* and not walked in time */
 };
 
 /* node->cache_rev: the kernel may hold pages of no known revision */
@@ -157,9 +189,20 @@ struct fs {
 	struct echo_ev *echo_cur;
 	pid_t echo_pid;
 	struct echo_child echo_child;
+	struct echo_follow echo_follow;	/* protected by lock */
 	struct thread echo_thread;	/* helper/thread.h */
 	bool echo_running;
 	pthread_mutex_t echo_lock;	/* guards the queue and the below */
+	/*
+	 * Held by the echo thread while the echo's process runs one syscall
+	 * on the mount, and by the watch thread while it sends the kernel
+	 * its invalidations: an entry invalidation takes its directory's
+	 * lock in the kernel, which the echo's syscall may hold while it
+	 * waits for the daemon; were the daemon killed then, that
+	 * notification would wait forever, keep /dev/fuse open and so hang
+	 * the mount (tests/fs/daemon.bats).  Taken after no other lock.
+	 */
+	pthread_mutex_t replay_lock;
 	pthread_cond_t echo_cond;
 	struct echo_ev *echo_head;
 	struct echo_ev *echo_tail;
@@ -183,6 +226,14 @@ struct fs {
 	struct fs_space *space;		/* statfs.c's; protected by lock */
 	struct fs_gate *gate;		/* gate.c's, made with the fs */
 	struct history *history;	/* protected by lock (history.c) */
+	/*
+	 * Files are opened without a message to the daemon (file.c's
+	 * fs_open): a read-only mount whose files never change under an
+	 * inode (see fs_no_open_mode).  Set once, at fs_new.
+	 */
+	bool no_open;
+	struct fs_quorum *quorum;	/* quorum.c's; NULL but for -o quorum
+					 * on v3 (made with the fs) */
 };
 
 /* fs.c */
@@ -213,6 +264,12 @@ void fs_log_store_error(const char *what, const struct store_error *err);
 /* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 	      int64_t rev);
+/*
+ * The mirror has applied every change the watch delivered up to @rev:
+ * the one place where the watch moves the mirror's revision
+ * (fs->tree.revision).  fs->lock held.
+ */
+void fs_mirror_applied(struct fs *fs, int64_t rev);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
 void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);
@@ -246,6 +303,13 @@ bool inflight_wait(struct fs *fs, struct node *n);
  * Takes and drops fs->lock itself; @dir must be referenced.
  */
 int fs_refresh_dir(struct fs *fs, struct node *dir);
+/*
+ * Reads the key that (dir, name) names into the tree, or the keys below
+ * the directory it names (-o nowatch's lookups).  fs->lock held, and
+ * dropped for the request; @dir referenced meanwhile.  0 if it is there
+ * now, -ENOENT if etcd has no such key, or another negative errno.
+ */
+int fs_lookup_key(struct fs *fs, struct node *dir, const char *name);
 int fs_start_watch(struct fs *fs, int64_t from);
 
 int fs_name_key(struct fs *fs, struct node *dir, const char *name,
@@ -266,6 +330,19 @@ static inline bool fs_is_temp_name(struct fs *fs, const char *name)
 }
 
 /* file.c */
+/*
+ * Can files be opened without a message (fs->no_open)?  The kernel then
+ * sends no OPEN, FLUSH nor RELEASE, for the whole connection: a warm
+ * open+read+close costs what it does on tmpfs.  Only where no open file
+ * needs the daemon: a read-only mount, whose files are read through the
+ * kernel's pages of an inode that keeps one revision (live.c's fs_apply
+ * gives a changed file a new inode while the kernel knows the old one),
+ * with every value held (no budget evicts one an open file still
+ * reads; at a past revision=, nothing changes and an evicted value is
+ * read again as it was), and no -o codec= (its views are made at open)
+ * nor -o quorum (its barrier is at open).
+ */
+bool fs_no_open_mode(const struct fs_config *cfg);
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       mode_t mode, struct fuse_file_info *fi);
@@ -353,7 +430,8 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid);
  * the key if @n was replaced; with @own, a new inode when other files are
  * open on it).  *@rev: the new revision.  @begun: an inflight the caller
  * began for @key under the same lock as its decision to commit (ended
- * here), or NULL.  0 or a negative errno (ESTALE: changed meanwhile).
+ * here), or NULL.  0 or a negative errno (ESTALE: changed meanwhile;
+ * EINVAL: -o codec='s encode refused @data, see codec.c).
  */
 int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    size_t key_len, int64_t base, const char *data,
@@ -382,10 +460,46 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 /* echo.c */
 int echo_start(struct fs *fs);
 void echo_stop(struct fs *fs);
-int echo_queue(struct fs *fs, bool del, const struct store_kv *kv,
-	       int64_t rev);
+/*
+ * Another client's change (@kv; a deletion of its key at @rev if @del):
+ * applied to the mirror at once, and queued for the echo to replay.
+ * fs->lock held; 0 or -ENOMEM (nothing done).
+ */
+int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
+		int64_t rev, struct inval_list *inv);
+/*
+ * A process closed the directory @dir (@req's RELEASEDIR): if it is not
+ * the echo's and the echo made @dir lately, it follows the echo's new
+ * directories (see struct echo_follow).  fs->lock held.
+ */
+void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir);
+/* Was a follower seen lately (the echo waits for it)?  fs->lock held. */
+bool echo_follower(struct fs *fs);
 /* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
+/*
+ * The echo's requests while it replays @e, with fs->lock held, about the
+ * name (@dir, @name).  echo_lookup: -ENOENT if the change made it and the
+ * echo has not yet; 0 with *@np the node the change had there, in the
+ * tree or removed since; 1 if the change has no such name.  echo_make:
+ * the echo's mkdir or create of a name the change made: its node (the
+ * mirror has it already), or NULL.  echo_remove: the echo's unlink or
+ * rmdir of a name the change removed: true if it did.
+ */
+int echo_lookup(struct fs *fs, struct echo_ev *e, struct node *dir,
+		const char *name, struct node **np);
+struct node *echo_make(struct fs *fs, struct echo_ev *e, struct node *dir,
+		       const char *name, enum node_type type);
+bool echo_remove(struct fs *fs, struct echo_ev *e, struct node *dir,
+		 const char *name, enum node_type type);
+/*
+ * Does the change the echo replays now have the name (@dir, @name)?
+ * Then a lookup of it that is not the echo's is not to be cached: the
+ * kernel's entry would hide the change's name from the echo.
+ */
+bool echo_names(struct fs *fs, struct node *dir, const char *name);
+/* Is @n a node of the change the echo replays now?  fs->lock held. */
+bool echo_holds(struct fs *fs, struct node *n);
 
 /* gate.c: the table libfuse calls, around @ops */
 const struct fuse_lowlevel_ops *fs_gate_ops(const struct fuse_lowlevel_ops *ops);
@@ -441,6 +555,25 @@ void fs_ttl_remove(fuse_req_t req, fuse_ino_t ino);
  */
 int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 	       const char *newname, struct node *old);
+/*
+ * Waits while @dir is being renamed by fs_dirmove (it, or a directory
+ * above it), so that a file made in it takes the new prefix.  -ENOENT if
+ * @dir went meanwhile.  fs->lock held, dropped meanwhile.
+ */
+int dirmove_wait(struct fs *fs, struct node *dir);
+
+/*
+ * codec.c: -o codec=.  codec_key: does the codec apply to @key?
+ * codec_view_open: @h's copy becomes the view of its revision (an open,
+ * before its reply; no lock held).  codec_encode: what to store for @text
+ * (*@out owned), or -EINVAL (logged).  codec_fill_attr: the view's size,
+ * once known (fs->lock held).
+ */
+bool codec_key(struct fs *fs, const char *key, size_t key_len);
+int codec_view_open(struct fs *fs, struct handle *h, fuse_ino_t ino);
+int codec_encode(struct fs *fs, const char *key, size_t key_len,
+		 const char *text, size_t len, char **out, size_t *out_len);
+void codec_fill_attr(const struct node *n, struct stat *st);
 
 /* history.c: user.etcd.history; history_note with fs->lock held */
 bool fs_history_xattr(const char *name);

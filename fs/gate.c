@@ -1,6 +1,7 @@
 /*
  * gate.c - the operations as the kernel calls them: counted, traced with
- * -d, and refused with ENOTCONN until the mirror is loaded
+ * -d, refused with ENOTCONN until the mirror is loaded, and held at
+ * -o quorum's barrier (quorum.c)
  *
  * fs_ops() hands libfuse this file's table, whose every entry wraps the
  * handler of the same name in fs.c's table, as sshfs wraps its operations
@@ -27,6 +28,7 @@
 
 #include "fs_i.h"
 #include "gate.h"
+#include "quorum.h"
 
 static const struct fuse_lowlevel_ops *inner;
 
@@ -222,6 +224,29 @@ static struct fs_gate *gate_of(fuse_req_t req)
 }
 
 /*
+ * -o quorum: a lookup, open or opendir waits until the mirror is as new
+ * as etcd was when it came (quorum.c).  False if it may go on; else it
+ * was answered with the barrier's errno.
+ */
+static bool gate_barrier(fuse_req_t req, unsigned op)
+{
+	struct fs *fs = fuse_req_userdata(req);
+	int err;
+
+	if (!fs->quorum || (op != GATE_OP_lookup && op != GATE_OP_open &&
+			    op != GATE_OP_opendir))
+		return false;
+	err = quorum_barrier(fs, req);
+	if (!err)
+		return false;
+	if (fs->gate->trace)
+		fuse_log(FUSE_LOG_DEBUG, "etcdfs: fuse %s: %s: quorum barrier\n",
+			 fs_gate_op_name(op), strerror(-err));
+	fuse_reply_err(req, -err);
+	return true;
+}
+
+/*
  * One wrapper: counts @op, refuses it while the gate is closed if
  * @gated, else calls the handler, traced with -d.  @ino and @name are
  * what the trace shows of the request.
@@ -245,6 +270,8 @@ static struct fs_gate *gate_of(fuse_req_t req)
 			fuse_reply_err(req, ENOTCONN);			\
 			return;						\
 		}							\
+		if (gate_barrier(req, GATE_OP_##op))			\
+			return;						\
 		if (!g->trace) {					\
 			inner->op args;					\
 			return;						\

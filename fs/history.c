@@ -19,6 +19,13 @@
  * delivered (a hash of the key, the revision, the time), filled by
  * history_note from the watch's callback, fs->lock held.
  *
+ * getfattr asks the size first (a size of 0), then reads with a buffer of
+ * that size: a put in between would make the second text longer, and a
+ * caller that followed the protocol would get ERANGE.  So the text a size
+ * probe measured is kept (PROBE_SLOTS of them, per node and caller pid,
+ * for PROBE_SECS) and the caller's next read of it gets exactly that
+ * text, once; any other read asks etcd again.
+ *
  * What it cannot do: v2, which keeps no history of a key but its last
  * 1,000 events of the whole cluster, is ENOTSUP; an earlier life of a key
  * (before it was deleted and made again) is not listed.
@@ -43,10 +50,23 @@ struct history_seen {
 	struct timespec at;
 };
 
+/* Size probes' texts kept for the read that follows; how long at most. */
+#define PROBE_SLOTS	8
+#define PROBE_SECS	2
+
+struct history_probe {
+	fuse_ino_t ino;
+	pid_t pid;
+	struct timespec at;
+	char *text;		/* NULL: a free slot */
+	size_t len;
+};
+
 struct history {
 	struct history_seen ring[HISTORY_SEEN];
 	size_t next;
 	size_t n;
+	struct history_probe probe[PROBE_SLOTS];
 };
 
 static struct fs *fs_of(fuse_req_t req)
@@ -72,18 +92,22 @@ static uint64_t key_hash(const char *key, size_t len)
 	return h;
 }
 
+/* fs->history, made at its first use: a mount nobody changes pays nothing. */
+static struct history *history_of(struct fs *fs)
+{
+	if (!fs->history)
+		fs->history = calloc(1, sizeof(*fs->history));
+	return fs->history;
+}
+
 void history_note(struct fs *fs, const char *key, size_t key_len,
 		  int64_t rev)
 {
-	struct history *h = fs->history;
+	struct history *h = history_of(fs);
 	struct history_seen *e;
 
-	if (!h) {
-		/* made at the first change: a mount nobody changes pays nothing */
-		h = fs->history = calloc(1, sizeof(*h));
-		if (!h)
-			return;
-	}
+	if (!h)
+		return;
 	e = &h->ring[h->next];
 	e->hash = key_hash(key, key_len);
 	e->rev = rev;
@@ -95,6 +119,10 @@ void history_note(struct fs *fs, const char *key, size_t key_len,
 
 void history_free(struct fs *fs)
 {
+	size_t i;
+
+	for (i = 0; fs->history && i < PROBE_SLOTS; i++)
+		free(fs->history->probe[i].text);
 	free(fs->history);
 	fs->history = NULL;
 }
@@ -177,6 +205,71 @@ static int format(struct fs *fs, const char *key, size_t key_len,
 	return 0;
 }
 
+/* Keeps @text (stolen) that @pid's size probe of @ino measured. */
+static void probe_keep_own(struct fs *fs, fuse_ino_t ino, pid_t pid,
+			   char *text, size_t len)
+{
+	struct history *h = history_of(fs);
+	struct history_probe *p;
+	size_t i, oldest = 0;
+
+	if (!h) {
+		free(text);	/* the read then asks etcd again */
+		return;
+	}
+	/* this caller's earlier text first: it must not outlive this one */
+	for (i = 0; i < PROBE_SLOTS; i++) {
+		p = &h->probe[i];
+		if (p->text && p->ino == ino && p->pid == pid)
+			break;
+	}
+	for (; i == PROBE_SLOTS && oldest < PROBE_SLOTS; oldest++)
+		if (!h->probe[oldest].text)
+			i = oldest;
+	if (i == PROBE_SLOTS) {
+		for (i = 0, oldest = 0; i < PROBE_SLOTS; i++)
+			if (h->probe[i].at.tv_sec < h->probe[oldest].at.tv_sec)
+				oldest = i;
+		i = oldest;
+	}
+	p = &h->probe[i];
+	free(p->text);
+	p->ino = ino;
+	p->pid = pid;
+	p->text = text;
+	p->len = len;
+	fs_now(&p->at);
+}
+
+/* The text @pid's size probe of @ino kept (free() it), or NULL. */
+static char *probe_take(struct fs *fs, fuse_ino_t ino, pid_t pid,
+			size_t *len)
+{
+	struct history *h = fs->history;
+	struct timespec now;
+	size_t i;
+	char *text;
+
+	if (!h)
+		return NULL;
+	fs_now(&now);
+	for (i = 0; i < PROBE_SLOTS; i++) {
+		struct history_probe *p = &h->probe[i];
+
+		if (!p->text || p->ino != ino || p->pid != pid)
+			continue;
+		text = p->text;
+		p->text = NULL;
+		if (now.tv_sec - p->at.tv_sec > PROBE_SECS) {
+			free(text);	/* too old: the caller's next try */
+			return NULL;
+		}
+		*len = p->len;
+		return text;
+	}
+	return NULL;
+}
+
 void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct fs *fs = fs_of(req);
@@ -185,9 +278,22 @@ void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *key = NULL, *text = NULL;
 	size_t key_len = 0, n = 0, len = 0;
 	bool more = false;
+	pid_t pid = fuse_req_ctx(req)->pid;
 	struct node *node;
 	int ret = 0;
 
+	pthread_mutex_lock(&fs->lock);
+	text = size ? probe_take(fs, ino, pid, &len) : NULL;
+	pthread_mutex_unlock(&fs->lock);
+	if (text) {
+		/* what the size probe measured, even if a put came since */
+		if (size < len)
+			fuse_reply_err(req, ERANGE);
+		else
+			fuse_reply_buf(req, text, len);
+		free(text);
+		return;
+	}
 	pthread_mutex_lock(&fs->lock);
 	node = node_of(fs, ino);
 	if (node->type != NODE_FILE || node->local || node->pending)
@@ -212,6 +318,10 @@ void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size)
 	if (ret == 0) {
 		pthread_mutex_lock(&fs->lock);
 		ret = format(fs, key, key_len, v, n, &text, &len);
+		if (ret == 0 && size == 0) {
+			probe_keep_own(fs, ino, pid, text, len);
+			text = NULL;
+		}
 		pthread_mutex_unlock(&fs->lock);
 	}
 	free(v);

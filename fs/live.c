@@ -4,11 +4,15 @@
  * mount is writing right now
  *
  * At mount the whole prefix is listed once (fs_load), a page at a time;
- * then a watch from the listing's revision keeps the tree current, and
- * each change it brings goes to the echo thread (echo.c) or, when there
- * is none, straight into the tree, which records what the kernel must
- * forget.  With nowatch there is no watch: fs_refresh_dir lists a
- * directory again when it is opened.
+ * then a watch from the listing's revision keeps the tree current: each
+ * change it brings goes into the tree at once, which records what the
+ * kernel must forget, and to the echo thread (echo.c) for its inotify
+ * events.  A change of a key the mount is writing waits, in the watch's
+ * thread, for that write's reply (own_write_wait), and the changes
+ * behind it with it.  fs_mirror_applied is where the mirror's revision
+ * moves.  With nowatch there is no watch: fs_refresh_dir lists a
+ * directory again when it is opened, and fs_lookup_key reads a name the
+ * mirror does not hold.
  *
  * What it cannot do: follow a change made while the watch was cut off
  * for longer than etcd keeps its history, but by listing everything
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "quorum.h"
 
 #define ECHO_QUEUE_MAX 100000
 
@@ -202,6 +207,67 @@ int fs_refresh_dir(struct fs *fs, struct node *dir)
 	return ret;
 }
 
+/* As fs_lookup_key, for the directory (dir, name): the keys below it. */
+static int lookup_dir(struct fs *fs, struct node *dir, const char *name,
+		      struct inval_list *inv)
+{
+	struct store_error serr = { 0 };
+	struct store_list l = { 0 };
+	size_t prefix_len, i;
+	char *prefix;
+	int ret;
+
+	ret = fs_name_key(fs, dir, name, NODE_DIR, &prefix, &prefix_len);
+	if (ret)
+		return ret == -EINVAL ? -ENOENT : ret;
+	dir->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_list(fs->store, prefix, prefix_len,
+			 fs->cfg.quorum ? STORE_READ_QUORUM : 0, &l, &serr);
+	pthread_mutex_lock(&fs->lock);
+	node_unref(&fs->tree, dir);
+	free(prefix);
+	if (ret) {
+		store_list_release(&l);
+		return fs_errno(ret);
+	}
+	ret = l.n ? 0 : -ENOENT;
+	for (i = 0; i < l.n && !ret; i++)
+		ret = tree_put(&fs->tree, &l.kvs[i], inv);
+	store_list_release(&l);
+	return ret;
+}
+
+int fs_lookup_key(struct fs *fs, struct node *dir, const char *name)
+{
+	struct store_error serr = { 0 };
+	struct inval_list inv = { 0 };
+	struct store_kv kv = { 0 };
+	size_t key_len;
+	char *key;
+	int ret;
+
+	ret = fs_name_key(fs, dir, name, NODE_FILE, &key, &key_len);
+	if (ret)
+		return ret == -EINVAL ? -ENOENT : ret;
+	dir->refs++;
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_get(fs->store, key, key_len,
+			fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv, &serr);
+	pthread_mutex_lock(&fs->lock);
+	node_unref(&fs->tree, dir);
+	if (ret == 0)
+		ret = tree_put(&fs->tree, &kv, &inv);
+	else if (ret == STORE_ENOTFOUND)
+		ret = lookup_dir(fs, dir, name, &inv);
+	else
+		ret = fs_errno(ret);
+	store_kv_release(&kv);
+	inval_release(&inv);
+	free(key);
+	return ret;
+}
+
 struct load {
 	struct fs *fs;
 	uint64_t gen;
@@ -288,16 +354,40 @@ int fs_start_watch(struct fs *fs, int64_t from)
 	return ret;
 }
 
+void fs_mirror_applied(struct fs *fs, int64_t rev)
+{
+	if (rev > fs->tree.revision)
+		fs->tree.revision = rev;
+	/* -o quorum's barrier waits for this */
+	quorum_seen(fs, rev);
+}
+
 /*
- * Hands a change from elsewhere to the echo thread, or applies it at once
- * when there is none (or its queue is long).  fs->lock held.
+ * Applies a change from elsewhere to the mirror at once, and hands it to
+ * the echo thread for its inotify events (echo.c's echo_change); without
+ * an echo (or with its queue long), it is applied without one.  The
+ * caller moves the mirror's revision (fs_mirror_applied) once every
+ * change up to it is in.  fs->lock held.
  */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 {
 	struct inval_list *inv = &fs->pending_invals;
+	struct node *n;
 
+	/*
+	 * Files opened without a message (file.c, fs->no_open) read the
+	 * node of their inode: while the kernel knows it, it keeps its
+	 * revision, and the change goes to a new inode, as for open files
+	 * (echo_plan.c), which the daemon cannot count here.
+	 */
+	if (fs->no_open && !del) {
+		n = tree_find_key(&fs->tree, kv->key, kv->key_len);
+		if (n && n->nlookup && !n->local && !n->pending &&
+		    kv->mod_revision > n->mod_revision)
+			tree_replace(&fs->tree, n, inv);
+	}
 	if (fs->echo_running && fs->echo_len < ECHO_QUEUE_MAX &&
-	    echo_queue(fs, del, kv, rev) == 0)
+	    echo_change(fs, del, kv, rev, inv) == 0)
 		return;
 	if (del)
 		tree_delete(&fs->tree, kv->key, kv->key_len, rev, inv);
@@ -305,14 +395,95 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 		tree_put(&fs->tree, kv, inv);
 }
 
-/* Sends the invalidations fs_apply() gathered.  fs->lock held, dropped. */
+/*
+ * How long a change waits for the mount's own write of its key, at most:
+ * as long as a change of a key waits for the one before it (inflight_wait),
+ * since a write whose answer was lost is settled by more requests, each
+ * bounded by the request timeout.  Past it, the change is applied as
+ * another client's (and maybe echoed although it is the mount's own).
+ */
+#define OWN_WRITE_WAIT_MAX INFLIGHT_WAIT_MAX
+
+/*
+ * Waits until no write of @key by this mount is in flight: its watch event
+ * may come before its reply, and must then be known as the mount's own
+ * (own_change_take) rather than applied and echoed as another client's.
+ * In the watch's thread, so that the changes behind it wait too and the
+ * mirror applies them in order.  The write's request never waits for the
+ * watch, so this ends when it does (bounded all the same).  fs->lock held,
+ * dropped meanwhile.
+ */
+static void own_write_wait(struct fs *fs, const char *key, size_t key_len)
+{
+	struct timespec until;
+
+	if (!inflight_has(fs, key, key_len))
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += OWN_WRITE_WAIT_MAX;
+	while (inflight_has(fs, key, key_len)) {
+		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+					   &until) == ETIMEDOUT) {
+			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: a write of "
+				 "'%.*s' still in flight after %d s, going "
+				 "on\n", (int)(key_len < 200 ? key_len : 200),
+				 key, OWN_WRITE_WAIT_MAX);
+			break;
+		}
+	}
+}
+
+/*
+ * A change the watch brought (@kv; a deletion at @rev if @del): the
+ * mount's own is in the mirror already; another client's goes in now.
+ * Either way the mirror is at its revision then.  fs->lock held, dropped
+ * meanwhile.
+ */
+static void watch_change(struct fs *fs, bool del, const struct store_kv *kv,
+			 int64_t rev)
+{
+	own_write_wait(fs, kv->key, kv->key_len);
+	if (!own_change_take(fs, kv->key, kv->key_len, rev))
+		fs_apply(fs, del, kv, del ? rev : 0);
+	fs_mirror_applied(fs, rev);
+}
+
+/*
+ * Sends the invalidations fs_apply() gathered.  fs->lock held, dropped.
+ * Not with -o quorum while the kernel caches no name and no attribute
+ * (entry_timeout and attr_timeout 0, its defaults): a lookup waiting at
+ * the barrier for this very thread's next event holds its directory's
+ * lock, which an entry invalidation waits for, and an inode's
+ * invalidation would make the kernel throw away the attributes that
+ * lookup answers with (they look older than the invalidation), keeping
+ * the size it had.  The kernel asks for names and attributes each time
+ * then anyway, and an open drops the pages of an older revision
+ * (file.c's cache_rev).  With quorum and entry_timeout 0 alone, the
+ * inodes' invalidations go, the entries' not (no name is cached, and
+ * the lock above would stall the watch, and the echo with it, until the
+ * barrier's timeout).
+ */
 static void unlock_and_send(struct fs *fs)
 {
 	struct inval_list inv = fs->pending_invals;
 
 	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
 	pthread_mutex_unlock(&fs->lock);
+	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0 &&
+	    fs->cfg.attr_timeout == 0) {
+		inval_release(&inv);
+		return;
+	}
+	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0)
+		inval_drop_entries(&inv);
+	if (!inv.n) {
+		inval_release(&inv);
+		return;
+	}
+	/* never while the echo's syscall holds a directory (fs_i.h) */
+	pthread_mutex_lock(&fs->replay_lock);
 	fs_send_invals(fs, &inv);
+	pthread_mutex_unlock(&fs->replay_lock);
 }
 
 /*
@@ -365,24 +536,33 @@ static void relist(struct fs *fs)
 
 		if (n)
 			n->seen = gen;
+	}
+	/* found before the puts: a node they make is not stale */
+	if (tree_collect_stale(&fs->tree, gen, l.revision, &stale, &nstale))
+		nstale = 0;
+	for (i = 0; i < l.n; i++) {
+		struct node *n = tree_find_key(&fs->tree, l.kvs[i].key,
+					       l.kvs[i].key_len);
+
 		if (!n || n->mod_revision < l.kvs[i].mod_revision)
 			fs_apply(fs, false, &l.kvs[i], 0);
 	}
-	if (!tree_collect_stale(&fs->tree, gen, l.revision, &stale, &nstale)) {
-		for (i = 0; i < nstale; i++) {
-			struct store_kv kv = {
-				.key = stale[i]->key,
-				.key_len = stale[i]->key_len,
-			};
+	/* no put above frees a stale node: each replaces only its own key */
+	for (i = 0; i < nstale; i++) {
+		struct store_kv kv = { 0 };
 
-			fs_apply(fs, true, &kv, l.revision);
-		}
+		/* the deletion may free the node: the key is copied first */
+		if (store_kv_copy(&kv, &(struct store_kv){
+				.key = stale[i]->key,
+				.key_len = stale[i]->key_len }))
+			continue;
+		fs_apply(fs, true, &kv, l.revision);
+		store_kv_release(&kv);
 	}
 	free(stale);
 	/* the listing has them; their events will not come */
 	own_changes_drop(fs, l.revision);
-	if (l.revision > fs->tree.revision)
-		fs->tree.revision = l.revision;
+	fs_mirror_applied(fs, l.revision);
 	rev = l.revision;
 	/* this thread's watch ends when the callback returns: join it later */
 	if (fs->watch && fs->nold < sizeof(fs->old) / sizeof(fs->old[0])) {
@@ -425,21 +605,15 @@ static void watch_event(void *arg, const struct store_event *ev)
 	case STORE_EV_PUT:
 		history_note(fs, ev->kv.key, ev->kv.key_len,
 			     ev->kv.mod_revision);
-		/* the mount's own: in the mirror already (or moved on) */
-		if (!own_change_take(fs, ev->kv.key, ev->kv.key_len,
-				     ev->kv.mod_revision))
-			fs_apply(fs, false, &ev->kv, 0);
+		watch_change(fs, false, &ev->kv, ev->kv.mod_revision);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_DELETE:
-		if (!own_change_take(fs, ev->kv.key, ev->kv.key_len,
-				     ev->revision))
-			fs_apply(fs, true, &ev->kv, ev->revision);
+		watch_change(fs, true, &ev->kv, ev->revision);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:
-		if (ev->revision > fs->tree.revision)
-			fs->tree.revision = ev->revision;
+		fs_mirror_applied(fs, ev->revision);
 		fs->watch_ok = true;
 		break;
 	case STORE_EV_ERROR:

@@ -77,23 +77,6 @@ static int delete_key(struct fs *fs, struct node *n, const char *key,
 	return 0;
 }
 
-/*
- * The echo's unlink: another client deleted the key.  fs->lock held.  0,
- * or -EPERM if that is not what the echo replays.
- */
-static int unlink_echo(struct fs *fs, struct echo_ev *echo, struct node *n)
-{
-	if (!echo->del || n->key_len != echo->kv.key_len ||
-	    memcmp(n->key, echo->kv.key, n->key_len) != 0)
-		return -EPERM;
-	/* the echo's rmdirs prune; writers' commits then fail (ESTALE) */
-	node_drop(&fs->tree, n);
-	echo->applied = true;
-	if (echo->rev > fs->tree.revision)
-		fs->tree.revision = echo->rev;
-	return 0;
-}
-
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
@@ -121,6 +104,12 @@ again:
 	err = -dir_of(fs, parent, &dir);
 	if (err)
 		goto out;
+	if (echo) {
+		/* another client deleted the key: gone from the mirror */
+		if (!echo_remove(fs, echo, dir, name, NODE_FILE))
+			err = EPERM;
+		goto out;
+	}
 	n = tree_child(&fs->tree, dir, name, strlen(name));
 	if (!n) {
 		err = ENOENT;
@@ -128,10 +117,6 @@ again:
 	}
 	if (n->type == NODE_DIR) {
 		err = EISDIR;
-		goto out;
-	}
-	if (echo) {
-		err = -unlink_echo(fs, echo, n);
 		goto out;
 	}
 	/* a commit of this file (a close's, at release) goes first */

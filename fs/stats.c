@@ -6,12 +6,14 @@
  * by kind, retries, conflicts, bytes), the watch's (events delivered,
  * how far the mirror lags behind them, relists), the FUSE requests by
  * operation (gate.c), the values pushed into the kernel's page cache
- * (fuse_stored) and what the mirror holds.  Every counter is an
+ * (fuse_stored), -o quorum's barrier (quorum.c) and what the mirror
+ * holds.  Every counter is an
  * atomic or read under fs->lock, so reading costs no request to etcd.
  *
  * What it cannot do: say how far the mirror lags behind etcd itself,
  * which would take a request: watch_lag is how many revisions the watch
- * delivered that the mirror has not applied yet (the echo's queue).
+ * delivered that the mirror has not applied yet (changes waiting for a
+ * write of the mount's own to be answered, live.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 #include "fs_i.h"
 #include "gate.h"
+#include "quorum.h"
 
 void fs_stats_watch_event(struct fs *fs, const struct store_event *ev)
 {
@@ -84,6 +87,7 @@ static void line(struct out *o, const char *fmt, ...)
 ssize_t fs_stats_text(struct fs *fs, char **big)
 {
 	struct fs_gate *g = fs->gate;
+	struct quorum_counters qc;
 	struct store_stats st;
 	struct out o = { .cap = 4096 };
 	int64_t lag;
@@ -119,12 +123,21 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	line(&o, "watch_lag %" PRId64 "\n", lag > 0 ? lag : 0);
 	line(&o, "watch_relists %" PRIu64 "\n",
 	     (uint64_t)atomic_load(&g->relists));
+	line(&o, "echo_follower %d\n", echo_follower(fs) ? 1 : 0);
+	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo_follow.walked_n);
+	line(&o, "echo_dirs_unwalked %" PRIu64 "\n",
+	     fs->echo_follow.unwalked_n);
 	for (i = 0; i < GATE_NOPS; i++)
 		line(&o, "fuse_%s %" PRIu64 "\n", fs_gate_op_name(i),
 		     fs_gate_op_count(fs, i));
 	/* values the mount pushed into the page cache (file.c), no READ */
 	line(&o, "fuse_stored %" PRIu64 "\n",
 	     (uint64_t)atomic_load(&g->stored));
+	quorum_counters(fs, &qc);
+	line(&o, "quorum_requests %" PRIu64 "\n", qc.requests);
+	line(&o, "quorum_waits %" PRIu64 "\n", qc.waits);
+	line(&o, "quorum_progress_requests %" PRIu64 "\n", qc.progress);
+	line(&o, "quorum_failures %" PRIu64 "\n", qc.failures);
 	line(&o, "mirror_names %zu\n", fs->tree.nnodes);
 	line(&o, "mirror_value_bytes %zu\n", fs->tree.value_bytes);
 	if (o.nomem) {

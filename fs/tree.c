@@ -28,6 +28,24 @@
 #include "names.h"
 #include "tree.h"
 
+/* @n's LRU links: only on a tree with lru_links, and never the root's. */
+static struct node_lru *lru_of(struct node *n)
+{
+	return (struct node_lru *)(n + 1);
+}
+
+/* Where tree_new_node put @n's name: past the node and its LRU links. */
+static char *name_inline(const struct tree *t, struct node *n)
+{
+	return (char *)(n + 1) + (t->lru_links ? sizeof(struct node_lru) : 0);
+}
+
+/* Is @n's name an allocation of its own (the root's, or a rename's)? */
+static bool name_owned(const struct tree *t, struct node *n)
+{
+	return n == t->root || n->name != name_inline(t, n);
+}
+
 static size_t hash_of(const struct node *dir, const char *name, size_t len)
 {
 	uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)dir;
@@ -62,13 +80,17 @@ static void hash_remove(struct tree *t, struct node *n)
 	}
 }
 
-/* Doubles the table when it is full; keeps the old one on ENOMEM. */
+/*
+ * Doubles the table once it holds two nodes a bucket, so that it costs 4
+ * to 8 bytes a node rather than 8 to 16; a lookup then looks at a quarter
+ * of a node more on average.  Keeps the old table on ENOMEM.
+ */
 static void hash_grow(struct tree *t)
 {
 	size_t nb = t->nbuckets * 2, i;
 	struct node **nbk, *n, *next;
 
-	if (t->nnodes < t->nbuckets)
+	if (t->nnodes < 2 * t->nbuckets)
 		return;
 	nbk = calloc(nb, sizeof(*nbk));
 	if (!nbk)
@@ -144,7 +166,7 @@ void tree_attach(struct tree *t, struct node *n, struct node *dir,
 		if (copy) {
 			memcpy(copy, name, len);
 			copy[len] = '\0';
-			if (n->name != n->name_buf)
+			if (name_owned(t, n))
 				free(n->name);
 			n->name = copy;
 			n->name_len = len;
@@ -186,13 +208,20 @@ void tree_detach(struct tree *t, struct node *n)
 	t->nnodes--;
 }
 
+static void rare_free(struct node_rare *r)
+{
+	if (r) {
+		free(r->ghost_key);
+		free(r->view);
+	}
+	free(r);
+}
+
 static void node_free(struct tree *t, struct node *n)
 {
 	lru_unlink(t, n);
-	if (n->rare)
-		free(n->rare->ghost_key);
-	free(n->rare);
-	if (n->name != n->name_buf)
+	rare_free(n->rare);
+	if (name_owned(t, n))
 		free(n->name);
 	free(n->key);
 	free(n->value);
@@ -203,7 +232,7 @@ static void node_free(struct tree *t, struct node *n)
 static void node_maybe_free(struct tree *t, struct node *n)
 {
 	if (n->removed && !n->parent && n->nlookup == 0 && n->refs == 0 &&
-	    !n->child && n != t->root) {
+	    (n->type != NODE_DIR || !n->child) && n != t->root) {
 		limbo_unlink(t, n);
 		node_free(t, n);
 	}
@@ -258,11 +287,12 @@ struct node *tree_new_node(struct tree *t, struct node *dir, const char *name,
 			   size_t len, enum node_type type)
 {
 	/* the name in the same allocation: one malloc less per key */
-	struct node *n = calloc(1, sizeof(*n) + len + 1);
+	size_t links = t->lru_links ? sizeof(struct node_lru) : 0;
+	struct node *n = calloc(1, sizeof(*n) + links + len + 1);
 
 	if (!n)
 		return NULL;
-	n->name = n->name_buf;
+	n->name = name_inline(t, n);
 	memcpy(n->name, name, len);
 	n->name[len] = '\0';
 	n->name_len = len;
@@ -280,37 +310,55 @@ struct node_rare *node_rare(struct node *n)
 	return n->rare;
 }
 
+/* What @n's value costs the budget: its bytes and its view's. */
+static size_t value_cost(const struct node *n)
+{
+	return n->size + (n->rare && n->rare->view ? n->rare->view->len : 0);
+}
+
+/* The view goes with the value it was made of (lru_unlink'd first). */
+static void view_drop(struct node *n)
+{
+	if (n->rare && n->rare->view) {
+		free(n->rare->view);
+		n->rare->view = NULL;
+	}
+}
+
 void lru_unlink(struct tree *t, struct node *n)
 {
+	struct node_lru *l;
+
 	if (!n->in_lru)
 		return;
-	if (n->lru_prev)
-		n->lru_prev->lru_next = n->lru_next;
+	l = lru_of(n);
+	if (l->prev)
+		lru_of(l->prev)->next = l->next;
 	else
-		t->lru_head = n->lru_next;
-	if (n->lru_next)
-		n->lru_next->lru_prev = n->lru_prev;
+		t->lru_head = l->next;
+	if (l->next)
+		lru_of(l->next)->prev = l->prev;
 	else
-		t->lru_tail = n->lru_prev;
-	n->lru_prev = n->lru_next = NULL;
+		t->lru_tail = l->prev;
+	l->prev = l->next = NULL;
 	n->in_lru = false;
-	t->value_bytes -= n->size;
+	t->value_bytes -= value_cost(n);
 }
 
 void lru_link(struct tree *t, struct node *n)
 {
-	if (n->in_lru || !t->value_budget || !n->value ||
+	if (n->in_lru || !t->lru_links || !t->value_budget || !n->value ||
 	    n->type != NODE_FILE || n->removed)
 		return;
-	n->lru_prev = NULL;
-	n->lru_next = t->lru_head;
+	lru_of(n)->prev = NULL;
+	lru_of(n)->next = t->lru_head;
 	if (t->lru_head)
-		t->lru_head->lru_prev = n;
+		lru_of(t->lru_head)->prev = n;
 	else
 		t->lru_tail = n;
 	t->lru_head = n;
 	n->in_lru = true;
-	t->value_bytes += n->size;
+	t->value_bytes += value_cost(n);
 }
 
 void node_touch(struct tree *t, struct node *n)
@@ -346,6 +394,7 @@ static void evict_values(struct tree *t, struct node *keep)
 		free(n->value);
 		n->value = NULL;
 		n->value_cap = 0;
+		view_drop(n);
 	}
 }
 
@@ -361,9 +410,25 @@ int node_set_value(struct tree *t, struct node *n, const char *value,
 	v[len] = '\0';
 	lru_unlink(t, n);
 	free(n->value);
+	view_drop(n);
 	n->value = v;
 	n->size = len;
 	n->value_cap = len;
+	lru_link(t, n);
+	evict_values(t, n);
+	return 0;
+}
+
+int node_set_view(struct tree *t, struct node *n, struct node_view *v)
+{
+	if (v && (!n->value || !node_rare(n))) {
+		free(v);
+		return -ENOMEM;
+	}
+	lru_unlink(t, n);
+	view_drop(n);
+	if (v)
+		n->rare->view = v;
 	lru_link(t, n);
 	evict_values(t, n);
 	return 0;
@@ -400,6 +465,19 @@ int inval_add(struct inval_list *l, bool entry, uint64_t id,
 	}
 	l->n++;
 	return 0;
+}
+
+void inval_drop_entries(struct inval_list *l)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < l->n; i++) {
+		if (l->v[i].entry)
+			free(l->v[i].name);
+		else
+			l->v[k++] = l->v[i];
+	}
+	l->n = k;
 }
 
 void inval_release(struct inval_list *l)
@@ -465,13 +543,15 @@ static struct node *new_dir(struct tree *t, struct node *dir, const char *name,
 			    size_t len)
 {
 	struct node *d = tree_new_node(t, dir, name, len, NODE_DIR);
+	size_t key_len;
 
 	if (!d)
 		return NULL;
-	if (child_key(dir, name, len, NODE_DIR, &d->key, &d->key_len)) {
+	if (child_key(dir, name, len, NODE_DIR, &d->key, &key_len)) {
 		node_remove(t, d);
 		return NULL;
 	}
+	d->key_len = key_len;
 	return d;
 }
 
@@ -759,7 +839,7 @@ static int collect_stale(struct node *dir, const char *prefix, size_t len,
 				return -ENOMEM;
 			continue;
 		}
-		if (c->local || c->pending || c->seen == gen ||
+		if (c->local || c->pending || c->seen == (uint32_t)gen ||
 		    c->mod_revision > rev)
 			continue;
 		/* "%value" of the listed directory lies outside its prefix */
@@ -794,9 +874,36 @@ int tree_reconcile(struct tree *t, struct node *dir, const struct store_list *l,
 	return ret ? ret : tree_reconcile_end(t, dir, gen, l->revision, inv);
 }
 
+/* Forgets every generation that saw the files below @dir. */
+static void seen_clear(struct node *dir)
+{
+	struct node *c;
+
+	for (c = dir->child; c; c = c->next) {
+		if (c->type == NODE_DIR)
+			seen_clear(c);
+		else
+			c->seen = 0;
+	}
+}
+
 uint64_t tree_reconcile_begin(struct tree *t)
 {
-	return ++t->gen;
+	struct node *n;
+
+	/*
+	 * Nodes keep a generation's low 32 bits: when they wrap, a file last
+	 * seen 2^32 generations ago would look seen by this one.  No node
+	 * has been seen by 0 then, and no generation is 0.
+	 */
+	if ((uint32_t)++t->gen == 0) {
+		seen_clear(t->root);
+		for (n = t->limbo; n; n = n->next)
+			if (n->type == NODE_FILE)
+				n->seen = 0;
+		++t->gen;
+	}
+	return t->gen;
 }
 
 int tree_reconcile_page(struct tree *t, uint64_t gen,
@@ -811,7 +918,7 @@ int tree_reconcile_page(struct tree *t, uint64_t gen,
 		ret = tree_put_node(t, &l->kvs[i], inv, &n);
 		if (ret)
 			return ret;
-		n->seen = gen;
+		n->seen = (uint32_t)gen;
 	}
 	return 0;
 }
@@ -858,6 +965,7 @@ int tree_init(struct tree *t, size_t value_budget, tree_clock_fn *now,
 {
 	memset(t, 0, sizeof(*t));
 	t->value_budget = value_budget;
+	t->lru_links = value_budget != 0;
 	t->now = now;
 	t->id = id;
 	t->nbuckets = 1024;
@@ -885,28 +993,26 @@ err:
 	return -ENOMEM;
 }
 
-static void free_subtree(struct node *n)
+static void free_subtree(struct tree *t, struct node *n)
 {
 	struct node *c, *next;
 
-	for (c = n->child; c; c = next) {
+	for (c = n->type == NODE_DIR ? n->child : NULL; c; c = next) {
 		next = c->next;
-		free_subtree(c);
+		free_subtree(t, c);
 	}
-	if (n->name != n->name_buf)
+	if (name_owned(t, n))
 		free(n->name);
 	free(n->key);
 	free(n->value);
-	if (n->rare)
-		free(n->rare->ghost_key);
-	free(n->rare);
+	rare_free(n->rare);
 	free(n);
 }
 
 void tree_release(struct tree *t)
 {
 	if (t->root)
-		free_subtree(t->root);
+		free_subtree(t, t->root);
 	limbo_free(t);
 	free(t->buckets);
 	memset(t, 0, sizeof(*t));

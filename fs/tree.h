@@ -42,10 +42,24 @@ enum node_type {
  * st_ino is ino, given once by the tree and kept for the node's lifetime;
  * the id the kernel knows it by is its owner's (tree->id).
  *
- * Every field is protected by the tree owner's lock (fs->lock); a few are
+ * Every field is protected by the tree owner's lock (fs->lock), the flags
+ * too (bits of one byte: a write of one rewrites the others); a few are
  * only kept here for fs/ (open files, the kernel's references) and the
  * tree reads them only to know whether a node may be freed or evicted.
  */
+/*
+ * A value as -o codec= shows it (fs/codec.c): what `PROG decode` wrote for
+ * the value of revision @rev, or, with @raw, that it refused it (the raw
+ * value is shown).  Kept with the value: counted against the value budget,
+ * dropped when the value changes or is evicted.
+ */
+struct node_view {
+	int64_t rev;
+	bool raw;
+	size_t len;
+	char data[];		/* NUL-terminated past len */
+};
+
 /* What few nodes need at once: kept apart, so that the others are smaller. */
 struct node_rare {
 	/*
@@ -58,8 +72,13 @@ struct node_rare {
 	size_t ghost_key_len;
 	int64_t ghost_rev;
 
-	pid_t refused_pid;	/* the last unlink or TTL set refused, for the */
+	pid_t refused_pid;	/* the last unlink refused, for the */
 	struct timespec refused_at;	/* retry on ESTALE (see fs_unlink) */
+	pid_t ttl_refused_pid;	/* the same for a TTL set (fs/ttl.c): its */
+	struct timespec ttl_refused_at;	/* own, or one refuses the other */
+	/* the lease fs/ttl.c granted for this key alone: revoked when it
+	   gives the key another or none */
+	int64_t granted_lease;
 
 	/*
 	 * Times set by utimensat (touch, cp -a, tar, rsync -t), in memory
@@ -74,62 +93,73 @@ struct node_rare {
 	/* the mode chmod gave a local file (temp files, mkdir'd dirs) */
 	bool mode_set;
 	mode_t mode;
+	struct node_view *view;	/* owned; NULL: none (node_set_view) */
+	bool codec_logged;	/* a refused decode of the key was logged */
 };
 
 struct node {
+	/* what a (parent, name) lookup reads, side by side */
 	struct node *parent;		/* NULL for the root and removed nodes */
 	struct node *hnext;		/* hash chain of (parent, name) */
-	struct node *child;		/* first child (directories) */
+	char *name;			/* encoded component, NUL-terminated */
+	unsigned name_len;	/* one component (fs/names.c keeps it to
+				 * NAME_MAX) */
+	/*
+	 * Keys are bounded by etcd's request size (1.5 MiB by default), far
+	 * below 4 GiB; 4 bytes, beside name_len.
+	 */
+	unsigned key_len;
+	char *key;			/* a file's key; a directory's prefix */
 	struct node *next;		/* sibling list */
 	struct node *prev;
 
-	char *name;			/* encoded component, NUL-terminated */
-	char *key;			/* a file's key; a directory's prefix */
-	size_t key_len;
-
 	uint64_t ino;
-	/* the small fields side by side: a mirror holds millions of nodes */
-	enum node_type type : 8;
-	bool local;		/* a mkdir'd dir, or a file that lives only in
-				 * memory (temp files) */
-	bool pending;		/* a new file not committed to etcd yet */
-	bool removed;		/* out of the tree; freed when unreferenced */
-	bool in_limbo;		/* removed, on fs->limbo (next, prev) */
-	bool in_lru;		/* its value counts against the value budget */
-	unsigned short cached_readers;	/* open files reading the kernel's
-					 * pages (file.c) */
-	unsigned refs;		/* open handles and requests in flight */
-	unsigned nopen;		/* open handles (but the echo's) */
-	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
-				 * committed (file.c) */
-	unsigned ndirs;		/* directories: subdirectories among the
-				 * children (st_nlink is 2 + ndirs) */
-	/*
-	 * Beside the other counts rather than size_t: 8 bytes less makes a
-	 * node with a short name fit in a smaller malloc chunk (256 bytes
-	 * rather than 272 on glibc x86-64), 16 bytes less per key.
-	 */
-	unsigned nchildren;
-	unsigned name_len;	/* one component (fs/names.c keeps it to
-				 * NAME_MAX) */
-
 	uint64_t nlookup;	/* the kernel's references */
 	struct handle *handles;	/* open for writing, newest first */
-	int64_t cache_rev;	/* the revision of the kernel's pages of the
-				 * inode: 0 it never had any, CACHE_UNKNOWN
-				 * some of no known revision (file.c) */
+
+	/*
+	 * What only directories or only files use, in the same bytes: a
+	 * mirror holds millions of nodes.  Read a member only on a node of
+	 * its type (a file's cache_rev is a directory's child).
+	 */
+	union {
+		struct {	/* NODE_DIR */
+			struct node *child;	/* first child */
+			unsigned ndirs;	/* subdirectories among the
+					 * children (st_nlink is 2 + ndirs) */
+			unsigned nchildren;
+		};
+		struct {	/* NODE_FILE */
+			/*
+			 * the revision of the kernel's pages of the inode: 0
+			 * it never had any, CACHE_UNKNOWN some of no known
+			 * revision (file.c)
+			 */
+			int64_t cache_rev;
+			/*
+			 * local files grow in place (commit.c): a hint of
+			 * the value's capacity, which is never more than it
+			 * (past 4 GiB the growth only reallocates more often)
+			 */
+			uint32_t value_cap;
+			/*
+			 * the reconcile generation that last saw the key,
+			 * its low 32 bits (tree_reconcile_begin clears them
+			 * all when they wrap)
+			 */
+			uint32_t seen;
+		};
+	};
 
 	/*
 	 * Files: the value as etcd has it (or the local content).  NULL in
 	 * a key's file means the value budget evicted it: size and the
 	 * revisions are still right, and the value is read again from etcd
-	 * when a file is opened (file.c).
+	 * when a file is opened (file.c).  Under a budget, the node's links
+	 * in the list of values in memory follow it (struct node_lru).
 	 */
 	char *value;
-	struct node *lru_prev;		/* values in memory, newest first */
-	struct node *lru_next;
 	size_t size;
-	size_t value_cap;	/* local files grow in place */
 	int64_t mod_revision;
 	int64_t create_revision;
 	int64_t version;
@@ -138,8 +168,36 @@ struct node {
 				 * directory's: when a name last came or
 				 * went in it */
 	struct node_rare *rare;	/* NULL but for a few files at a time */
-	uint64_t seen;		/* reconcile generation */
-	char name_buf[];	/* name, unless renamed since made */
+
+	unsigned refs;		/* open handles and requests in flight */
+	unsigned nopen;		/* open handles (but the echo's) */
+	unsigned trunc_waiting;	/* O_TRUNC opens closed unwritten, not yet
+				 * committed (file.c) */
+	/* the flags as bits: 4 bytes with cached_readers */
+	enum node_type type : 8;
+	bool local : 1;		/* a mkdir'd dir, or a file that lives only
+				 * in memory (temp files) */
+	bool pending : 1;	/* a new file not committed to etcd yet */
+	bool removed : 1;	/* out of the tree; freed when unreferenced */
+	bool in_limbo : 1;	/* removed, on fs->limbo (next, prev) */
+	bool in_lru : 1;	/* its value counts against the value budget */
+	unsigned short cached_readers;	/* open files reading the kernel's
+					 * pages (file.c) */
+	/*
+	 * In the same allocation (tree_new_node): a tree's LRU links if it
+	 * has a value budget, then the name, unless renamed since made.
+	 */
+};
+
+/*
+ * A node of a tree with a value budget is followed by these (tree.c): the
+ * links of its value in the list of values in memory, newest first.  A
+ * mount without a budget (the default) keeps no list, and its nodes are
+ * 16 bytes smaller.
+ */
+struct node_lru {
+	struct node *prev;
+	struct node *next;
 };
 
 /*
@@ -181,6 +239,8 @@ struct tree {
 	struct node *lru_tail;
 	size_t value_bytes;
 	size_t value_budget;	/* 0: every value is held */
+	bool lru_links;		/* nodes carry struct node_lru: a budget at
+				 * tree_init (set later, nothing is evicted) */
 
 	tree_clock_fn *now;
 	tree_id_fn *id;
@@ -223,6 +283,19 @@ int node_set_value(struct tree *t, struct node *n, const char *value,
 void lru_unlink(struct tree *t, struct node *n);
 void lru_link(struct tree *t, struct node *n);
 void node_touch(struct tree *t, struct node *n);
+/*
+ * Keeps @v (owned; NULL drops the view) as the view of @n's value, which
+ * must be in memory, then evicts as node_set_value does.  0, or -ENOMEM
+ * (@v is freed then).
+ */
+int node_set_view(struct tree *t, struct node *n, struct node_view *v);
+/* @n's view of its value now, or NULL. */
+static inline const struct node_view *node_view(const struct node *n)
+{
+	const struct node_view *v = n->rare ? n->rare->view : NULL;
+
+	return v && n->value && v->rev == n->mod_revision ? v : NULL;
+}
 /* @n's rare part, made if needed; NULL when out of memory. */
 struct node_rare *node_rare(struct node *n);
 /* The key a temp file took over from an editor's rename, or NULL. */
@@ -264,5 +337,7 @@ int tree_collect_stale(struct tree *t, uint64_t gen, int64_t rev,
 int inval_add(struct inval_list *l, bool entry, uint64_t id,
 	      const char *name, size_t len);
 void inval_release(struct inval_list *l);
+/* Removes @l's entry invalidations, keeping its inodes' in their order. */
+void inval_drop_entries(struct inval_list *l);
 
 #endif /* ETCDFS_TREE_H */

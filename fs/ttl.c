@@ -16,11 +16,19 @@
  * lease has just run out, is ENODATA.  When the TTL runs out etcd
  * deletes the key, and the watch shows that as any other deletion.
  *
- * What it cannot do: keep a lease alive; give the key back its old lease
- * (a detach or a new TTL leaves the old lease to run out: it may hold
- * other keys); set a TTL on a file that is not a key yet (a new file
- * before its first commit, a temp file: ENODATA); tell the TTL a key had
- * at a past revision (-o revision=: ENODATA, etcd keeps none).
+ * Once a new TTL or a detach has committed, the lease this mount granted
+ * for the key before is revoked: it held that key alone and would only
+ * run on, holding nothing.  A lease the mount did not grant for that key
+ * (another client's, which may hold other keys) is left alone; so is one
+ * the key still has (an edit, or another client, put the key with it
+ * again).  A revoke that fails is logged: the TTL set has committed.
+ *
+ * What it cannot do: keep a lease alive; give the key back its old lease;
+ * revoke a lease granted by an earlier mount, or one whose key was
+ * deleted or moved to another lease by another client (it runs out); set
+ * a TTL on a file that is not a key yet (a new file before its first
+ * commit, a temp file: ENODATA); tell the TTL a key had at a past
+ * revision (-o revision=: ENODATA, etcd keeps none).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -105,9 +113,9 @@ static int key_of(struct fs *fs, fuse_ino_t ino, pid_t pid, char **key,
 	 * the name up again (as for unlink, fs/move.c): a refused set stays
 	 * refused for that retry, or it would set what it just refused to.
 	 */
-	if (n->rare && n->rare->refused_pid == pid &&
-	    elapsed(&n->rare->refused_at) < 1.0) {
-		n->rare->refused_pid = 0;
+	if (n->rare && n->rare->ttl_refused_pid == pid &&
+	    elapsed(&n->rare->ttl_refused_at) < 1.0) {
+		n->rare->ttl_refused_pid = 0;
 		free(*key);
 		*key = NULL;
 		return -ESTALE;
@@ -121,8 +129,8 @@ static void refused(struct fs *fs, fuse_ino_t ino, pid_t pid)
 	struct node_rare *r = node_rare(node_of(fs, ino));
 
 	if (r) {
-		r->refused_pid = pid;
-		clock_gettime(CLOCK_REALTIME, &r->refused_at);
+		r->ttl_refused_pid = pid;
+		clock_gettime(CLOCK_REALTIME, &r->ttl_refused_at);
 	}
 }
 
@@ -168,6 +176,37 @@ void fs_ttl_get(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, buf, (size_t)len);
 }
 
+/*
+ * @ino's key was put with lease @now by this mount: remembers it, and
+ * returns the lease this mount granted the key before if it is now free
+ * to revoke (0 if none).  fs->lock held.
+ */
+static int64_t granted(struct fs *fs, fuse_ino_t ino, int64_t now)
+{
+	struct node *n = node_of(fs, ino);
+	struct node_rare *r = now || n->rare ? node_rare(n) : NULL;
+	int64_t old;
+
+	if (!r)
+		return 0;	/* no memory: the old one runs out */
+	old = r->granted_lease;
+	r->granted_lease = now;
+	return old == now ? 0 : old;
+}
+
+/* Revokes @lease, which held @key alone; a failure is only logged. */
+static void revoke_old(struct fs *fs, const char *key, int64_t lease)
+{
+	struct store_error err = { 0 };
+	int ret = store_lease_revoke(fs->store, lease, &err);
+
+	if (ret == STORE_ENOTFOUND || ret == 0)
+		return;	/* gone already: it ran out */
+	fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s': cannot revoke its old "
+		 "lease %llx: %s\n", key, (long long)lease,
+		 err.msg[0] ? err.msg : store_strerror(ret));
+}
+
 /* Sets @ino's time to live to @ttl (0: none); 0 or -errno. */
 static int ttl_set(struct fs *fs, fuse_ino_t ino, pid_t pid, int64_t ttl,
 		   bool remove)
@@ -176,7 +215,7 @@ static int ttl_set(struct fs *fs, fuse_ino_t ino, pid_t pid, int64_t ttl,
 	struct store_kv out = { 0 };
 	struct inval_list inv = { 0 };
 	struct inflight in;
-	int64_t lease = 0, base = 0;
+	int64_t lease = 0, base = 0, old = 0;
 	char *key = NULL;
 	size_t key_len = 0;
 	int ret;
@@ -207,12 +246,15 @@ static int ttl_set(struct fs *fs, fuse_ino_t ino, pid_t pid, int64_t ttl,
 		/* the mirror has it: its watch event changes nothing */
 		tree_put(&fs->tree, &out, &inv);
 		own_change_add(fs, key, key_len, out.mod_revision);
+		old = granted(fs, ino, out.lease);
 	} else if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT) {
 		refused(fs, ino, pid);
 	}
 	inflight_end(fs, &in);
 	pthread_mutex_unlock(&fs->lock);
 	fs_send_invals(fs, &inv);
+	if (old)
+		revoke_old(fs, key, old);
 	if (ret == STORE_EPRECONDITION || ret == STORE_ECONFLICT)
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s': time to live not "
 			 "set: changed since revision %lld\n", err.key,

@@ -20,7 +20,8 @@
 enum store_err {
 	STORE_OK = 0,
 	STORE_ENOTFOUND = -1,		/* the key does not exist */
-	STORE_EEXISTS = -2,		/* create of a key that exists */
+	STORE_EEXISTS = -2,		/* create of a key (grant of a lease
+					 * id) that exists */
 	STORE_ECONFLICT = -3,		/* guaranteed_update ran out of retries */
 	STORE_EPRECONDITION = -4,	/* a caller's precondition does not hold */
 	STORE_ECOMPACTED = -5,		/* the revision asked for is compacted */

@@ -16,6 +16,8 @@
  *                    one event per request, resumed at modifiedIndex + 1
  *   revision         etcd's index: the "index" of the not-found error a
  *                    quorum GET of an absent key gets (see e2_probe)
+ *   first_change     GET key?wait=true&waitIndex=N+1, which the event
+ *                    history answers at once when the key changed
  *   status           the database's gauges in GET /metrics
  *
  * What it cannot do, because v2 cannot:
@@ -569,6 +571,46 @@ static int e2_key_ttl(struct store *s, const char *key, size_t key_len,
 	return rc;
 }
 
+/*
+ * A wait from @after + 1, which etcd answers at once from its history
+ * when the key changed since: the event is the key's first change after
+ * @after (a put of it, its deletion or expiry, or a directory above it
+ * removed).
+ */
+static int e2_first_change(struct store *s, const char *key, size_t key_len,
+			   int64_t after, bool *cas, struct store_kv *now,
+			   int64_t *ttl, struct store_error *err)
+{
+	struct etcd2_reply r;
+	char query[64];
+	bool same;
+	int rc;
+
+	*cas = false;
+	*ttl = 0;
+	memset(now, 0, sizeof(*now));
+	if (!etcd2_codec_key_ok(key, key_len, NULL))
+		return store_fail(err, STORE_ENOTFOUND, key, key_len, 0,
+				  "key not found: etcd v2 cannot hold it");
+	snprintf(query, sizeof(query), "wait=true&waitIndex=%" PRId64,
+		 after + 1);
+	rc = e2_call(s, "GET", key, key_len, query, NULL, 0, &r, err);
+	if (rc == 0) {
+		same = !r.node.dir && r.node.kv.key_len == key_len &&
+		       !memcmp(r.node.kv.key, key, key_len);
+		*cas = same && r.action == ETCD2_CAS && r.prev.present &&
+		       r.prev.kv.mod_revision == after;
+		if (same && r.action != ETCD2_DELETE &&
+		    r.action != ETCD2_CAD && r.action != ETCD2_EXPIRE) {
+			*now = r.node.kv;
+			memset(&r.node.kv, 0, sizeof(r.node.kv));
+			*ttl = r.node.ttl;
+		}
+	}
+	etcd2_reply_release(&r);
+	return rc;
+}
+
 static int e2_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 			  struct store_error *err)
 {
@@ -966,6 +1008,7 @@ const struct store_backend store_etcd2_backend = {
 	.lease_grant = e2_lease_grant,
 	.set_ttl = e2_set_ttl,
 	.key_ttl = e2_key_ttl,
+	.first_change = e2_first_change,
 	.watch = e2_watch,
 	.watch_stop = e2_watch_stop,
 	.members = e2_members,

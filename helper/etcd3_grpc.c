@@ -810,27 +810,36 @@ static int g_move_keys(struct store *s, const struct store_move_key *keys,
 
 /* ---- leases, members ---- */
 
+/*
+ * A write, even with an id: the transport must not send it again by
+ * itself, for a second copy of a grant that was applied is "lease already
+ * exists", which only the caller can tell from another's lease.
+ */
 static int g_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 			 struct store_error *err)
 {
 	static const char path[] = "/etcdserverpb.Lease/LeaseGrant";
 	struct grpc_reply reply;
 	struct store_error e = { 0 };
-	int64_t granted;
+	int64_t want = *id, got, granted;
 	uint8_t *req;
 	size_t len = 0;
 	int rc;
 
-	*id = 0;
-	req = etcd3pb_req_lease_grant(ttl, &len);
+	req = etcd3pb_req_lease_grant(ttl, want, &len);
 	rc = g_call(s, path, req, len, NULL, 0, G_WRITE, &reply, err);
 	if (rc < 0)
 		return rc;
-	rc = etcd3pb_decode_lease_grant(reply.msg, reply.len, id, &granted,
+	rc = etcd3pb_decode_lease_grant(reply.msg, reply.len, &got, &granted,
 					&e);
 	grpc_reply_release(&reply);
 	if (rc < 0)
 		return g_decode_fail(err, &e, path, NULL, 0);
+	if (want && got != want)
+		return store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
+				  "%s: lease %llx granted, not %llx", path,
+				  (long long)got, (long long)want);
+	*id = got;
 	return 0;
 }
 
@@ -943,6 +952,7 @@ const struct store_backend store_etcd3_backend = {
 	.lease_ttl = g_lease_ttl,
 	.watch = etcd3g_watch,
 	.watch_stop = etcd3g_watch_stop,
+	.watch_progress = etcd3g_watch_progress,
 	.members = g_members,
 	.endpoint = g_endpoint,
 	.set_endpoints = g_set_endpoints,

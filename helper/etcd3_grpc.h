@@ -24,5 +24,6 @@ int etcd3g_revision(struct store *s, int64_t *rev, struct store_error *err);
 int etcd3g_watch(struct store *s, struct store_watch *w,
 		 struct store_error *err);
 void etcd3g_watch_stop(struct store_watch *w);
+int etcd3g_watch_progress(struct store_watch *w);
 
 #endif /* ETCDFS_ETCD3_GRPC_H */

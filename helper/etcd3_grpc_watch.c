@@ -10,13 +10,18 @@
  * with a transient STORE_EV_ERROR and opened again, backing off from
  * 100 ms to 2 s; events a resumed stream repeats are skipped.  A start
  * revision etcd compacted ends the watch with ECOMPACTED.
+ * store_watch_progress() sends one more progress request at once, from
+ * the caller's thread, on the stream open then (or on the next one).
  *
  * What it cannot do: share one stream among watches; tell which endpoint
  * a watch is connected to.
  *
  * Locks: each watch's thread (helper/thread.c) has its own lock, which
  * guards only its stop flag and the condition its back-off waits on; it is
- * never held while calling the watch's callback or the transport.
+ * never held while calling the watch's callback or the transport.  A
+ * watch's ask_lock guards the stream others may send a progress request
+ * on; it is held across that send (the transport's lock is taken inside)
+ * and never while calling the callback.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,10 @@
 struct g_watch {
 	struct store_watch *w;
 	struct thread t;
+	pthread_mutex_t ask_lock;
+	struct grpc_stream *cur;	/* under ask_lock: the open stream */
+	bool asked;			/* under ask_lock: a progress request
+					 * for the next stream */
 	/* the rest belongs to the watch thread */
 	int64_t last_rev;		/* seen: where a new stream resumes */
 	int64_t last_event_rev;		/* of the last event delivered */
@@ -207,6 +216,32 @@ static void g_stream(struct g_watch *gw, struct grpc_stream *st)
 	}
 }
 
+/*
+ * Makes @st the stream store_watch_progress() sends on (NULL: none, before
+ * it is closed), and sends the request asked for while there was none.
+ */
+static void g_stream_shared(struct g_watch *gw, struct grpc_stream *st)
+{
+	pthread_mutex_lock(&gw->ask_lock);
+	gw->cur = st;
+	if (st && gw->asked && g_progress(st))
+		gw->asked = false;
+	pthread_mutex_unlock(&gw->ask_lock);
+}
+
+int etcd3g_watch_progress(struct store_watch *w)
+{
+	struct g_watch *gw = w->be;
+
+	if (!gw)
+		return STORE_EINVAL;
+	pthread_mutex_lock(&gw->ask_lock);
+	if (!gw->cur || !g_progress(gw->cur))
+		gw->asked = true;	/* for the next stream */
+	pthread_mutex_unlock(&gw->ask_lock);
+	return 0;
+}
+
 static void *g_watch_main(void *arg)
 {
 	struct g_watch *gw = arg;
@@ -232,7 +267,9 @@ static void *g_watch_main(void *arg)
 		store_note(w->s, STORE_REQ_WATCH, G_WATCH_PATH, w->key,
 			   w->key_len, rc, thread_now_us(), req ? len : 0, 0);
 		if (rc == 0) {
+			g_stream_shared(gw, st);
 			g_stream(gw, st);
+			g_stream_shared(gw, NULL);
 			grpc_stream_close(st);
 			rc = gw->stream_err ? gw->stream_err :
 			     STORE_EUNREACHABLE;
@@ -253,6 +290,7 @@ static void *g_watch_main(void *arg)
 
 static void g_watch_free(struct g_watch *gw)
 {
+	pthread_mutex_destroy(&gw->ask_lock);
 	free(gw);
 }
 
@@ -276,6 +314,7 @@ int etcd3g_watch(struct store *s, struct store_watch *w,
 		return store_fail(err, STORE_EINTERNAL, w->key, w->key_len, 0,
 				  "out of memory");
 	gw->w = w;
+	pthread_mutex_init(&gw->ask_lock, NULL);
 	gw->last_rev = start - 1;
 	gw->last_event_rev = start - 1;
 	rc = thread_start(&gw->t, g_watch_main, gw);

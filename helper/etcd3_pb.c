@@ -644,6 +644,9 @@ int etcd3pb_map_error(int code, const char *m)
 	if (has(m, "key not found") || has(m, "lease not found") ||
 	    has(m, "requested lease not found"))
 		return STORE_ENOTFOUND;
+	/* a grant of an id etcd holds (FailedPrecondition): nothing done */
+	if (has(m, "lease already exists"))
+		return STORE_EEXISTS;
 	switch (code) {
 	/*
 	 * Cancelled (the server went away mid-request), Unavailable: the

@@ -96,7 +96,12 @@ struct etcd3pb_move_ranges {
 uint8_t *etcd3pb_req_move_keys(const struct store_move_key *k, size_t n,
 			       const struct etcd3pb_move_ranges *r,
 			       size_t *len);
-uint8_t *etcd3pb_req_lease_grant(int64_t ttl, size_t *len);
+/*
+ * A grant of a lease of @ttl seconds with the id @id (0: etcd chooses
+ * one).  etcd grants an id once: asked again for one it holds, it says
+ * "lease already exists" (etcd3pb_map_error: STORE_EEXISTS).
+ */
+uint8_t *etcd3pb_req_lease_grant(int64_t ttl, int64_t id, size_t *len);
 uint8_t *etcd3pb_req_lease_revoke(int64_t id, size_t *len);
 uint8_t *etcd3pb_req_lease_keepalive(int64_t id, size_t *len);
 uint8_t *etcd3pb_req_lease_ttl(int64_t id, size_t *len);

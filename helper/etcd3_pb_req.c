@@ -362,12 +362,13 @@ out:
 	return out;
 }
 
-uint8_t *etcd3pb_req_lease_grant(int64_t ttl, size_t *len)
+uint8_t *etcd3pb_req_lease_grant(int64_t ttl, int64_t id, size_t *len)
 {
 	Etcdserverpb__LeaseGrantRequest r =
 		ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
 
 	r.ttl = ttl;
+	r.id = id;
 	return pb_frame(&r.base, len);
 }
 

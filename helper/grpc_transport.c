@@ -453,7 +453,21 @@ static size_t gt_read(char *buf, size_t size, size_t n, void *arg)
 	return k;
 }
 
-/* curl rewinds to send again; allowed only while nothing went out. */
+/*
+ * curl rewinds to send again; allowed only while nothing went out.
+ *
+ * libcurl (7.88, Curl_retry_request) sends a call again by itself, on a
+ * fresh connection, when a connection it reused is reset, or the stream
+ * refused, before any byte of the answer came; when bytes of the message
+ * were written it rewinds first, through here.  The call may have been
+ * applied then, and the copy must not go: over TLS it is the call again;
+ * over h2c it goes as an HTTP/1.1 upgrade that etcd answers 404, which
+ * gt_outcome() takes for "not sent" (GT_HTTP1), so the call would be sent
+ * once more.  Either way a write would be applied twice.  Refused, the
+ * transfer fails (CURLE_SEND_FAIL_REWIND) and the call is lost (GT_LOST):
+ * a read is sent again, a write settled by the store.  A refused stream
+ * was not run, but libcurl does not say which of the two it was.
+ */
 static int gt_seek(void *arg, curl_off_t offset, int origin)
 {
 	struct gt_xfer *x = arg;

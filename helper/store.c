@@ -586,17 +586,6 @@ out:
 	return rc;
 }
 
-int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
-		      struct store_error *err)
-{
-	*id = 0;
-	if (ttl <= 0)
-		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				  "bad lease ttl %lld", (long long)ttl);
-	store_refresh_maybe(s);
-	return s->be_ops->lease_grant(s, ttl, id, err);
-}
-
 /* --- watches --- */
 
 /* Shows @kv (borrowed) without the prefix; false if it is outside. */
@@ -727,6 +716,13 @@ void store_watch_stop(struct store_watch *w)
 		node->next->prev = node->prev;
 	pthread_mutex_unlock(&p->watch_lock);
 	store_watch_node_free(node);
+}
+
+int store_watch_progress(struct store_watch *w)
+{
+	if (!w || !w->s->be_ops->watch_progress)
+		return STORE_ENOTSUP;
+	return w->s->be_ops->watch_progress(w);
 }
 
 /* --- cluster --- */

@@ -17,14 +17,17 @@
  * connection of its own, kept alive between requests.
  *
  * Writes (store_create, store_delete, store_guaranteed_update,
- * store_move) whose request went out and whose answer was lost are
- * settled: the key is read again, and the write is sent once more if
- * nothing was applied, reported done if etcd holds it, and else fails
- * with STORE_EUNKNOWN ("may have been applied"); those four never return
- * STORE_ETIMEOUT.  Writes of one key by one store go one at a time.
- * store_mkdir, store_rmdir and store_lease_grant are not settled: a lost
- * answer is STORE_EUNKNOWN or STORE_ETIMEOUT.  STORE_EUNREACHABLE from
- * any call means nothing was done.
+ * store_move, store_move_keys) whose request went out and whose answer
+ * was lost are settled: the keys are read again, and the write is sent
+ * once more if nothing was applied, reported done if etcd holds it, and
+ * else fails with STORE_EUNKNOWN ("may have been applied"); those never
+ * return STORE_ETIMEOUT.  Writes of one key by one store go one at a
+ * time.
+ * store_lease_grant names the lease's id itself, and a grant whose
+ * answer was lost is sent again with it: settled as well.  store_mkdir
+ * and store_rmdir are not settled: a lost answer is STORE_EUNKNOWN or
+ * STORE_ETIMEOUT.  STORE_EUNREACHABLE from any call means nothing was
+ * done.
  *
  * What it cannot do: multi-key transactions other than renames
  * (store_move, store_move_keys); keep a lease alive.
@@ -99,6 +102,12 @@ struct store_config {
 	size_t max_value_size;	/* 0: 1.5 MiB, etcd's default */
 	size_t max_reply_size;	/* 0: 256 MiB; a larger reply is EBADREPLY */
 	int max_update_retries;	/* 0: 16 */
+	/*
+	 * The cluster's --max-txn-ops: the most operations etcd takes in one
+	 * txn.  A listing counts its sub-ranges with one operation each, at
+	 * most this many (and at most 64) a txn.  0: etcd's default, 128.
+	 */
+	unsigned max_txn_ops;
 	/*
 	 * 0: talk to the endpoints given, only.  Else the store asks the
 	 * cluster for its members (store_refresh_endpoints) at its first
@@ -333,13 +342,25 @@ struct store_move_guard {
  * EPRECONDITION (and nothing changed) if a compare fails; ENOTSUP on v2;
  * EINVAL if etcd refuses the size of the transaction (its --max-txn-ops:
  * 2 * @n compares, or @n + 2 with a @guard, and 2 * @n ops).  A lost
- * answer is STORE_EUNKNOWN: not settled (helper/store_txn.c).
+ * answer is settled from etcd's history of the sources
+ * (helper/store_txn.c): 0 if it was applied, sent once more if it was
+ * not, EPRECONDITION if a source moved on meanwhile, STORE_EUNKNOWN
+ * where the history cannot tell.
  */
 int store_move_keys(struct store *s, const struct store_move_key *keys,
 		    size_t n, const struct store_move_guard *guard,
 		    int64_t *rev, struct store_error *err);
 
-/* Grants a lease of @ttl seconds; *@id is its id. */
+/*
+ * Grants a lease of @ttl seconds; *@id is its id, 63 random bits the
+ * store chose, so that a grant whose answer was lost is sent again with
+ * that id until etcd answers (for at most twice the request timeout),
+ * which grants it, or says it has it already: 0 either way.  If etcd
+ * cannot be reached meanwhile: STORE_EUNKNOWN (a lease it may have
+ * granted runs out by itself).  EEXISTS, nothing granted, if etcd holds
+ * another client's lease of that id (with a million leases in the
+ * cluster, once in about 10^13 grants).
+ */
 int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 		      struct store_error *err);
 
@@ -359,7 +380,12 @@ int store_lease_revoke(struct store *s, int64_t id, struct store_error *err);
  * lease is left alone, it may hold other keys).  v2: a put of the value
  * with ttl= and prevIndex=, which watchers see as any put.  @out (if not
  * NULL) is the key as written.  A lost answer is settled as for
- * store_guaranteed_update on v3; on v2 it is STORE_EUNKNOWN.
+ * store_guaranteed_update on v3, and the lease's grant's as for
+ * store_lease_grant (one still unknown is STORE_EUNKNOWN, and nothing
+ * was put); on v2 by the key's first change after @mod_revision in
+ * etcd's event history: this put (done), another change (EPRECONDITION
+ * or ENOTFOUND), none (sent once more), or history cleared
+ * (STORE_EUNKNOWN).
  */
 int store_set_ttl(struct store *s, const char *key, size_t key_len,
 		  int64_t mod_revision, int64_t ttl, struct store_kv *out,
@@ -442,6 +468,17 @@ int store_watch(struct store *s, const char *key, size_t key_len, bool prefix,
 
 /* Stops @w, waits for its thread (no callback runs after) and frees it. */
 void store_watch_stop(struct store_watch *w);
+
+/*
+ * Asks @w's stream for a progress event now, without waiting for it: its
+ * answer comes as a STORE_EV_PROGRESS on the watch's thread, after every
+ * event up to its revision (on etcd versions that keep that order, see
+ * the README).  If the stream is being set up, the request goes out once
+ * it is.  etcd may not answer one at all (a watch still catching up), so
+ * a caller waiting on it asks again.  Safe from any thread, but not after
+ * store_watch_stop().  ENOTSUP on v2, which has no progress requests.
+ */
+int store_watch_progress(struct store_watch *w);
 
 /* Lists the cluster's members into *@members (free with the function below). */
 int store_members(struct store *s, struct store_member **members, size_t *n,

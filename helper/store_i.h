@@ -20,7 +20,10 @@
 #include "store.h"
 #include "transport.h"
 
-/* Spans counted in one request: well under etcd's --max-txn-ops (128). */
+/*
+ * Spans counted in one request: well under etcd's default --max-txn-ops
+ * (128); a store_config.max_txn_ops below it lowers it (store_list.c).
+ */
 #define STORE_SPANS_PER_REQUEST	64
 
 /* A range of keys [key, range_end) a listing counts (store_backend.count). */
@@ -113,6 +116,11 @@ struct store_backend {
 			 size_t n, const struct store_move_guard *guard,
 			 int64_t *rev, struct store_error *err);
 
+	/*
+	 * Grants a lease of @ttl seconds with the id *@id (0: the server
+	 * chooses), and sets *@id to the lease's.  EEXISTS if the server
+	 * holds a lease of that id already.
+	 */
 	int (*lease_grant)(struct store *s, int64_t ttl, int64_t *id,
 			   struct store_error *err);
 
@@ -131,12 +139,27 @@ struct store_backend {
 		       int64_t ttl, int64_t *rev, struct store_error *err);
 	int (*key_ttl)(struct store *s, const char *key, size_t key_len,
 		       int64_t *ttl, struct store_error *err);
+	/*
+	 * The first change of @key after revision @after, from the
+	 * backend's history of changes (etcd2: its last 1,000 events), to
+	 * settle a write that compared @key at @after: *@cas whether it was
+	 * a compare-and-swap put of @key on @after, @now the key as it left
+	 * it (key_len 0 if it went), *@ttl its time to live then.  Only for
+	 * a key known to have changed since: etcd waits for the change
+	 * otherwise (up to the request timeout).  ECOMPACTED if the history
+	 * no longer holds it.  May be NULL.
+	 */
+	int (*first_change)(struct store *s, const char *key, size_t key_len,
+			    int64_t after, bool *cas, struct store_kv *now,
+			    int64_t *ttl, struct store_error *err);
 
 	/* Starts the watch thread of @w (fields below filled by store.c). */
 	int (*watch)(struct store *s, struct store_watch *w,
 		     struct store_error *err);
 	/* Stops it and joins; called once. */
 	void (*watch_stop)(struct store_watch *w);
+	/* Asks for a progress event now (store_watch_progress); may be NULL. */
+	int (*watch_progress)(struct store_watch *w);
 
 	int (*members)(struct store *s, struct store_member **members,
 		       size_t *n, struct store_error *err);

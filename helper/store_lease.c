@@ -7,18 +7,81 @@
  * changes nothing but the lease; a lease granted for a put that did not
  * happen is revoked at once, so that a failed call leaves no lease behind
  * (one whose put may have been applied, STORE_EUNKNOWN, is left: revoking
- * it could delete the key).  On v2 a key carries its own TTL, and the
- * backend puts the value again with ttl= and prevIndex=.
+ * it could delete the key).  The grant names a lease id of the store's
+ * own choice, so that a grant whose answer was lost is sent again with
+ * it (store_settle_grant): etcd grants an id once, and says so when asked
+ * again.  If etcd cannot be reached again, the grant's outcome stays
+ * unknown (STORE_EUNKNOWN) and nothing was put: a lease it may have
+ * granted holds no key, and runs out.
+ *
+ * On v2 a key carries its own TTL, and the backend puts the value again
+ * with ttl= and prevIndex=; a lost answer is settled by store_settle_ttl
+ * (store_settle.c), from the first change of the key after that index in
+ * etcd's event history, which no later change rewrites.
  *
  * What it cannot do: keep a lease alive (a granted lease runs out), or
  * give back the key's old lease (it may hold other keys; it runs out or
  * is revoked by whoever made it).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "store_i.h"
 #include "store_settle.h"
+
+/*
+ * A lease id of 63 random bits: positive, for etcd reads 0 as "choose
+ * one" (and the store takes no negative id back).  A grant that names
+ * its id can be sent again when its answer was lost (store_settle_grant),
+ * where etcd's "lease already exists" says the first copy was applied.
+ * Another client's lease of the same id would be taken for ours there:
+ * no practical concern, for with a million leases in the cluster a
+ * random id meets one once in about 10^13 grants (and at a first send
+ * that is EEXISTS, nothing granted).
+ */
+static int lease_id(int64_t *id, struct store_error *err)
+{
+	uint64_t v;
+	ssize_t n;
+
+	for (;;) {
+		n = getrandom(&v, sizeof(v), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(v))
+			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					  "no random lease id: %s",
+					  n < 0 ? strerror(errno) :
+					  "a short read");
+		v &= (uint64_t)INT64_MAX;
+		if (v) {
+			*id = (int64_t)v;
+			return 0;
+		}
+	}
+}
+
+int store_lease_grant(struct store *s, int64_t ttl, int64_t *id,
+		      struct store_error *err)
+{
+	int64_t want = 0;
+	int rc;
+
+	*id = 0;
+	if (ttl <= 0)
+		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
+				  "bad lease ttl %lld", (long long)ttl);
+	rc = lease_id(&want, err);
+	if (rc < 0)
+		return rc;
+	store_refresh_maybe(s);
+	rc = store_settle_grant(s, ttl, want, err);
+	if (rc == 0)
+		*id = want;
+	return rc;
+}
 
 int store_lease_revoke(struct store *s, int64_t id, struct store_error *err)
 {
@@ -100,9 +163,8 @@ static int set_ttl_key(struct store *s, const char *key, size_t key_len,
 				(long long)cur.mod_revision);
 	if (rc == 0) {
 		store_settle_lock(s, &st, full, full_len);
-		rc = s->be_ops->set_ttl(s, full, full_len, mod_revision,
-					cur.value ? cur.value : "",
-					cur.value_len, ttl, &rev, err);
+		rc = store_settle_ttl(&st, full, full_len, mod_revision, &cur,
+				      ttl, &rev, err);
 		store_settle_unlock(&st, rc == 0 ? rev : 0);
 	}
 	if (rc == 0 && out) {

@@ -8,14 +8,26 @@
  * first request reads the first page and the count of the whole prefix
  * (one walk), and fixes the revision every later request reads at; the
  * rest of the prefix is cut (helper/store_split.c) into sub-ranges with
- * tight ends, counted with limit-1 ranges in one read-only txn
+ * tight ends, counted with limit-1 ranges in read-only txns of at most
+ * STORE_SPANS_PER_REQUEST or the cluster's max_txn_ops
  * (store_backend.count), and each sub-range of at most a page is fetched
  * whole, neighbours merged up to a page; a bigger one is cut again.  A
  * sub-range cut STORE_LIST_DEPTH times, or one that cannot be cut, is
  * paged within its own tight end.  So a listing walks each key about once
- * per level of cutting, and holds at most a page of keys, plus the
- * bounds of the sub-ranges still to read.  A backend without counts
- * (etcd2, which sends the whole tree in one reply) pages as before.
+ * per level of cutting.  A backend without counts (etcd2, which sends
+ * the whole tree in one reply) pages as before.
+ *
+ * After the first page, a thread of the listing reads the rest while the
+ * caller's page function takes in the page before (the mount builds its
+ * tree meanwhile, etcd answers the next request): at most LIST_AHEAD
+ * pages wait for the caller, and the thread reads one more meanwhile, so
+ * a listing holds at most LIST_AHEAD + 2 pages of keys, plus the bounds
+ * of the sub-ranges still to read.  The page function runs on the
+ * caller's thread, one page at a time, in order, as before; if it fails,
+ * the thread stops at its next page.  That thread cuts and counts, and
+ * hands the sub-ranges to fetch, in order, to a second one (at most
+ * LIST_JOBS of them wait, their bounds only), so that etcd counts the
+ * next sub-ranges while it reads these.
  *
  * If etcd compacts the listing's revision before it is done, the listing
  * starts over at a newer one, STORE_LIST_RESTARTS times at most.
@@ -31,6 +43,10 @@
 
 /* A list whose later page was compacted away is read again, this often. */
 #define STORE_LIST_RESTARTS		3
+/* Pages read ahead of the caller's page function, at most. */
+#define LIST_AHEAD			1
+/* Sub-ranges counted ahead of the fetches, at most. */
+#define LIST_JOBS			64
 /* A sub-range is cut again at most this often, then paged. */
 #define STORE_LIST_DEPTH		24
 /* Cuts of one sub-range: two txns of counts. */
@@ -46,8 +62,39 @@ struct list_span {
 	unsigned depth;
 };
 
+/* The pages between the listing's thread and the caller's. */
+struct list_queue {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a page in or out, done or stop */
+	struct store_list page[LIST_AHEAD];	/* a ring */
+	bool first[LIST_AHEAD];
+	size_t head, n;
+	bool done;		/* the thread is over: rc and err are set */
+	bool stop;		/* the page function failed: read no more */
+	int rc;
+	struct store_error err;	/* the thread's */
+};
+
+/*
+ * The sub-ranges to fetch, from the thread that cuts and counts to the
+ * one that fetches: each whole (its count known, at most a page), or
+ * paged within its tight end (count -1).
+ */
+struct list_jobs {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a job in or out, done or stop */
+	struct list_span job[LIST_JOBS];	/* a ring */
+	size_t head, n;
+	bool done;		/* no more jobs: the cutting is over */
+	bool stop;		/* the fetching is over: cut no more */
+	int fetch_rc;		/* the fetching thread's */
+	struct store_error fetch_err;
+};
+
 struct lister {
 	struct store *s;
+	struct list_queue *q;	/* NULL: pages go to the page function */
+	struct list_jobs *jq;	/* NULL: sub-ranges fetched in place */
 	unsigned flags;
 	store_page_fn page;
 	void *arg;
@@ -122,18 +169,44 @@ static void store_strip_list(struct store *s, struct store_list *out,
 	out->n = j;
 }
 
-/* Hands @l (released here) to the caller's page function. */
+/*
+ * Hands @l (released or taken over here) to the caller's page function,
+ * or to the queue to it, waiting for room.
+ */
 static int list_deliver(struct lister *L, struct store_list *l,
 			struct store_error *err)
 {
+	struct list_queue *q = L->q;
+	bool first = L->first;
+	size_t slot;
 	int rc;
 
 	l->revision = L->rev;
 	store_strip_list(L->s, l, 0);
-	rc = L->page(L->arg, l, L->first, err);
 	L->first = false;
-	store_list_release(l);
-	return rc;
+	if (!q) {
+		rc = L->page(L->arg, l, first, err);
+		store_list_release(l);
+		return rc;
+	}
+	pthread_mutex_lock(&q->lock);
+	while (q->n == LIST_AHEAD && !q->stop)
+		pthread_cond_wait(&q->cond, &q->lock);
+	if (q->stop) {
+		pthread_mutex_unlock(&q->lock);
+		store_list_release(l);
+		/* the caller returns its page function's error, not this */
+		return store_fail(err, STORE_EINTERNAL, L->full, L->full_len,
+				  L->rev, "the listing was stopped");
+	}
+	slot = (q->head + q->n) % LIST_AHEAD;
+	q->page[slot] = *l;
+	q->first[slot] = first;
+	q->n++;
+	memset(l, 0, sizeof(*l));
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
 }
 
 static int list_bad(struct lister *L, struct store_error *err,
@@ -246,18 +319,59 @@ static int list_paged(struct lister *L, const char *lo, size_t lo_len,
 	return rc;
 }
 
-/* Fetches the pending neighbours, whose count is known, whole. */
-static int list_flush(struct lister *L, struct store_error *err)
+/*
+ * Hands @sp (taken over) to the fetching thread: whole if its count is
+ * known, else paged.  Waits for room.
+ */
+static int list_job(struct lister *L, struct list_span *sp,
+		    struct store_error *err)
+{
+	struct list_jobs *jq = L->jq;
+
+	pthread_mutex_lock(&jq->lock);
+	while (jq->n == LIST_JOBS && !jq->stop)
+		pthread_cond_wait(&jq->cond, &jq->lock);
+	if (jq->stop) {
+		pthread_mutex_unlock(&jq->lock);
+		span_release(sp);
+		/* the fetching thread's error is the one returned */
+		return store_fail(err, STORE_EINTERNAL, L->full, L->full_len,
+				  L->rev, "the listing was stopped");
+	}
+	jq->job[(jq->head + jq->n) % LIST_JOBS] = *sp;
+	jq->n++;
+	memset(sp, 0, sizeof(*sp));
+	pthread_cond_broadcast(&jq->cond);
+	pthread_mutex_unlock(&jq->lock);
+	return 0;
+}
+
+/* Pages through @sp (taken over) within its end, or hands it over. */
+static int list_page_span(struct lister *L, struct list_span *sp,
+			  struct store_error *err)
+{
+	int rc;
+
+	if (L->jq) {
+		sp->count = -1;
+		return list_job(L, sp, err);
+	}
+	rc = list_paged(L, sp->lo, sp->lo_len, sp->hi, sp->hi_len, false,
+			err);
+	span_release(sp);
+	return rc;
+}
+
+/* Fetches @p (released here), whose count is known, whole. */
+static int list_fetch(struct lister *L, struct list_span *p,
+		      struct store_error *err)
 {
 	struct store *s = L->s;
-	struct list_span *p = &L->pend;
 	struct store_list l = { 0 };
 	int64_t count = -1, t0 = thread_now_us();
 	bool more = false;
 	int rc;
 
-	if (p->count == 0)
-		return 0;
 	/* a limit of the count: never reached at a fixed revision */
 	rc = s->be_ops->range(s, p->lo, p->lo_len,
 			      p->hi ? p->hi : list_to_end,
@@ -275,6 +389,16 @@ static int list_flush(struct lister *L, struct store_error *err)
 	store_list_release(&l);
 	span_release(p);
 	return rc;
+}
+
+/* Fetches the pending neighbours, or hands them over. */
+static int list_flush(struct lister *L, struct store_error *err)
+{
+	if (L->pend.count == 0)
+		return 0;
+	if (L->jq)
+		return list_job(L, &L->pend, err);
+	return list_fetch(L, &L->pend, err);
 }
 
 /* Adds @sp (taken over) to the pending neighbours, flushing them if full. */
@@ -311,20 +435,25 @@ static int list_pend(struct lister *L, struct list_span *sp,
 	return 0;
 }
 
-/* Counts @n spans, STORE_SPANS_PER_REQUEST at a time. */
+/*
+ * Counts @n spans, STORE_SPANS_PER_REQUEST at a time, or fewer if the
+ * cluster takes fewer operations a txn (each span is one).
+ */
 static int list_count(struct lister *L, struct store_span *spans, size_t n,
 		      struct store_error *err)
 {
 	struct store *s = L->s;
+	size_t per = STORE_SPANS_PER_REQUEST;
 	uint64_t walked;
 	int64_t t0;
 	size_t i, k, j;
 	int rc;
 
+	if (s->cfg.max_txn_ops && s->cfg.max_txn_ops < per)
+		per = s->cfg.max_txn_ops;
 	for (i = 0; i < n; i += k) {
 		t0 = thread_now_us();
-		k = n - i < STORE_SPANS_PER_REQUEST ? n - i :
-			STORE_SPANS_PER_REQUEST;
+		k = n - i < per ? n - i : per;
 		rc = s->be_ops->count(s, spans + i, k, L->rev, L->flags, err);
 		if (rc < 0) {
 			for (j = 0; j < i; j++)
@@ -355,8 +484,7 @@ static int list_cut(struct lister *L, struct list_span *sp,
 			       STORE_LIST_CUTS, b, &n) < 0)
 		return store_enomem(err, sp->lo, sp->lo_len);
 	if (n == 0)
-		return list_paged(L, sp->lo, sp->lo_len, sp->hi, sp->hi_len,
-				  false, err);
+		return list_page_span(L, sp, err);
 	for (i = 0; i <= n; i++) {
 		spans[i] = (struct store_span){
 			.key = i ? b[i - 1].key : sp->lo,
@@ -412,14 +540,203 @@ static int list_rest(struct lister *L, struct store_error *err)
 		}
 		rc = list_flush(L, err);
 		if (rc == 0 && sp.depth >= STORE_LIST_DEPTH)
-			rc = list_paged(L, sp.lo, sp.lo_len, sp.hi, sp.hi_len,
-					false, err);
+			rc = list_page_span(L, &sp, err);
 		else if (rc == 0)
 			rc = list_cut(L, &sp, err);
 		span_release(&sp);
 	}
 	if (rc == 0)
 		rc = list_flush(L, err);
+	return rc;
+}
+
+/*
+ * The fetching thread: each sub-range the cutting hands over, in order,
+ * to the page queue, until the cutting is over or either fails.
+ */
+static void *list_fetcher(void *arg)
+{
+	struct lister *L = arg;
+	struct list_jobs *jq = L->jq;
+	struct list_span sp;
+	int rc = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&jq->lock);
+		while (jq->n == 0 && !jq->done)
+			pthread_cond_wait(&jq->cond, &jq->lock);
+		/* stop: the cutting failed, the listing with it */
+		if (jq->n == 0 || jq->stop) {
+			pthread_mutex_unlock(&jq->lock);
+			break;
+		}
+		sp = jq->job[jq->head];
+		memset(&jq->job[jq->head], 0, sizeof(jq->job[jq->head]));
+		jq->head = (jq->head + 1) % LIST_JOBS;
+		jq->n--;
+		pthread_cond_broadcast(&jq->cond);
+		pthread_mutex_unlock(&jq->lock);
+		if (sp.count >= 0) {
+			rc = list_fetch(L, &sp, &jq->fetch_err);
+		} else {
+			rc = list_paged(L, sp.lo, sp.lo_len, sp.hi, sp.hi_len,
+					false, &jq->fetch_err);
+			span_release(&sp);
+		}
+		if (rc < 0)
+			break;
+	}
+	pthread_mutex_lock(&jq->lock);
+	jq->fetch_rc = rc;
+	jq->stop = true;
+	pthread_cond_broadcast(&jq->cond);
+	pthread_mutex_unlock(&jq->lock);
+	return NULL;
+}
+
+/*
+ * Cuts and counts what the first page left on the stack while a thread
+ * of its own fetches the sub-ranges: etcd counts the next ones while it
+ * reads these.  Without that thread, fetches them in place.
+ */
+static int list_rest_split(struct lister *L, struct store_error *err)
+{
+	struct list_jobs jq = { 0 };
+	struct thread th;
+	size_t i;
+	int rc;
+
+	if (pthread_mutex_init(&jq.lock, NULL) != 0)
+		return list_rest(L, err);
+	if (pthread_cond_init(&jq.cond, NULL) != 0) {
+		pthread_mutex_destroy(&jq.lock);
+		return list_rest(L, err);
+	}
+	L->jq = &jq;
+	if (thread_start(&th, list_fetcher, L) != 0) {
+		L->jq = NULL;
+		rc = list_rest(L, err);
+		goto out;
+	}
+	rc = list_rest(L, err);
+	pthread_mutex_lock(&jq.lock);
+	jq.done = true;
+	/* a cut that failed: fetch no more */
+	if (rc < 0)
+		jq.stop = true;
+	pthread_cond_broadcast(&jq.cond);
+	pthread_mutex_unlock(&jq.lock);
+	thread_stop(&th);
+	L->jq = NULL;
+	/* the fetches' error first: they are of the earlier keys, and the
+	 * cutting stops when they do */
+	if (jq.fetch_rc < 0) {
+		rc = jq.fetch_rc;
+		if (err)
+			*err = jq.fetch_err;
+	}
+	for (i = 0; i < LIST_JOBS; i++)
+		span_release(&jq.job[i]);
+out:
+	pthread_cond_destroy(&jq.cond);
+	pthread_mutex_destroy(&jq.lock);
+	return rc;
+}
+
+/* The listing's thread: the rest of the listing, into the queue. */
+static void *list_reader(void *arg)
+{
+	struct lister *L = arg;
+	struct list_queue *q = L->q;
+	int rc = list_rest_split(L, &q->err);
+
+	pthread_mutex_lock(&q->lock);
+	q->rc = rc;
+	q->done = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/*
+ * The caller's side: each page of the queue to the page function, in
+ * order, until the thread is done and the queue empty, or the function
+ * fails (then the thread is told to stop).  The function's rc.
+ */
+static int list_consume(struct lister *L, struct store_error *err)
+{
+	struct list_queue *q = L->q;
+	struct store_list l;
+	bool first;
+	int rc = 0;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (q->n == 0 && !q->done)
+			pthread_cond_wait(&q->cond, &q->lock);
+		if (q->n == 0)
+			break;
+		l = q->page[q->head];
+		first = q->first[q->head];
+		memset(&q->page[q->head], 0, sizeof(q->page[q->head]));
+		q->head = (q->head + 1) % LIST_AHEAD;
+		q->n--;
+		pthread_cond_broadcast(&q->cond);
+		pthread_mutex_unlock(&q->lock);
+		rc = L->page(L->arg, &l, first, err);
+		store_list_release(&l);
+		/* only a negative return stops it: never hide the thread's */
+		if (rc > 0)
+			rc = 0;
+		pthread_mutex_lock(&q->lock);
+		if (rc < 0) {
+			q->stop = true;
+			pthread_cond_broadcast(&q->cond);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
+
+/*
+ * Reads what the first page left on the stack in a thread of its own,
+ * while the page function takes in the pages; without a thread (none
+ * could be started), in this one.
+ */
+static int list_rest_ahead(struct lister *L, struct store_error *err)
+{
+	struct list_queue q = { 0 };
+	struct thread th;
+	size_t i;
+	int rc;
+
+	if (pthread_mutex_init(&q.lock, NULL) != 0)
+		return list_rest(L, err);
+	if (pthread_cond_init(&q.cond, NULL) != 0) {
+		pthread_mutex_destroy(&q.lock);
+		return list_rest(L, err);
+	}
+	L->q = &q;
+	if (thread_start(&th, list_reader, L) != 0) {
+		L->q = NULL;
+		rc = list_rest(L, err);
+		goto out;
+	}
+	rc = list_consume(L, err);
+	thread_stop(&th);	/* joins: after its request, if in one */
+	L->q = NULL;
+	if (rc == 0 && q.rc < 0) {
+		rc = q.rc;
+		if (err)
+			*err = q.err;
+	}
+	/* pages read after the page function failed */
+	for (i = 0; i < LIST_AHEAD; i++)
+		store_list_release(&q.page[i]);
+out:
+	pthread_cond_destroy(&q.cond);
+	pthread_mutex_destroy(&q.lock);
 	return rc;
 }
 
@@ -460,10 +777,11 @@ int store_list_pages(struct store *s, const char *prefix, size_t prefix_len,
 	for (;;) {
 		L.rev = s->cfg.revision;	/* 0: the first request's */
 		L.first = true;
+		/* in this thread: most listings have a single page */
 		rc = list_paged(&L, full, full_len, to_end ? NULL : end,
 				end_len, true, err);
-		if (rc == 0)
-			rc = list_rest(&L, err);
+		if (rc == 0 && L.n)
+			rc = list_rest_ahead(&L, err);
 		lister_reset(&L);
 		/* a store pinned at a past revision cannot move on */
 		if (rc != STORE_ECOMPACTED || L.rev == 0 || s->cfg.revision ||

@@ -20,6 +20,13 @@
  * A write sent again that then fails its compare is checked the same way:
  * the first copy may have been applied late.
  *
+ * A transaction of many moves (store_txn.c) is settled with the reads of
+ * this file too, at past revisions: store_settle_read_at.  A lease's
+ * grant has no key to read: it names its own lease id (store_lease.c),
+ * and is sent again with it until etcd answers, which grants the id or
+ * says it has it already: either way the grant is done
+ * (store_settle_grant).
+ *
  * Writes of one key by this store go one at a time (a stripe lock held
  * across the request and its settling), so that a concurrent write of the
  * same value by another thread of this store is never taken for this
@@ -129,22 +136,96 @@ static void settle_give(struct store_kv *dst, struct store_kv *now,
 	store_kv_move(dst, now);
 }
 
+/*
+ * One read of @full at @rev (0: now, linearizably); with @at, through a
+ * range of the one key, which tells the revision read at.  As store_read.
+ */
+static int settle_read_once(struct store *s, const char *full,
+			    size_t full_len, int64_t rev, int64_t *at,
+			    struct store_kv *cur, bool *exists,
+			    struct store_error *err)
+{
+	struct store_list l = { 0 };
+	bool more = false;
+	int rc;
+
+	if (!at)
+		return store_read(s, full, full_len, STORE_READ_QUORUM, cur,
+				  exists, err);
+	memset(cur, 0, sizeof(*cur));
+	*exists = false;
+	rc = s->be_ops->range(s, full, full_len, NULL, 0, rev, 1,
+			      STORE_READ_QUORUM, &l, &more, NULL, err);
+	if (rc < 0) {
+		store_list_release(&l);
+		return store_read_rc(rc, err);
+	}
+	*at = l.revision;
+	if (l.n > 1 || (l.n && (l.kvs[0].key_len != full_len ||
+				memcmp(l.kvs[0].key, full, full_len) != 0 ||
+				!store_strip(s, &l.kvs[0])))) {
+		store_list_release(&l);
+		return store_fail(err, STORE_EBADREPLY, full, full_len, rev,
+				  "the server answered another key");
+	}
+	if (l.n) {
+		store_kv_move(cur, &l.kvs[0]);
+		*exists = true;
+	}
+	store_list_release(&l);
+	return 0;
+}
+
+/* Until when a lost answer is settled: twice the request timeout. */
+static int64_t settle_deadline(const struct store *s)
+{
+	return thread_now_ms() + 2 * s->cfg.request_timeout_ms;
+}
+
+/* Pauses before one more try, if it fits before @deadline. */
+static bool settle_pause(int64_t deadline)
+{
+	if (thread_now_ms() + SETTLE_PAUSE_MS >= deadline)
+		return false;
+	thread_pause(SETTLE_PAUSE_MS);
+	return true;
+}
+
+/* settle_read_once until etcd answers, for at most twice the timeout. */
+static int settle_read_wait(struct store *s, const char *full,
+			    size_t full_len, int64_t *at, struct store_kv *cur,
+			    bool *exists, struct store_error *err)
+{
+	int64_t deadline = settle_deadline(s);
+	int rc;
+
+	do {
+		rc = settle_read_once(s, full, full_len, 0, at, cur, exists,
+				      err);
+		if (rc != STORE_EUNREACHABLE && rc != STORE_ETIMEOUT)
+			return rc;
+	} while (settle_pause(deadline));
+	return rc;
+}
+
 int store_settle_read(struct store *s, const char *full, size_t full_len,
 		      struct store_kv *cur, bool *exists,
 		      struct store_error *err)
 {
-	int64_t deadline = thread_now_ms() + 2 * s->cfg.request_timeout_ms;
-	int rc;
+	return settle_read_wait(s, full, full_len, NULL, cur, exists, err);
+}
 
-	for (;;) {
-		rc = store_read(s, full, full_len, STORE_READ_QUORUM, cur,
+int store_settle_read_at(struct store *s, const char *full, size_t full_len,
+			 int64_t rev, int64_t *at, struct store_kv *cur,
+			 bool *exists, struct store_error *err)
+{
+	int64_t read_at = 0;
+
+	if (rev > 0)
+		return settle_read_once(s, full, full_len, rev,
+					at ? at : &read_at, cur, exists, err);
+	return settle_read_wait(s, full, full_len, at ? at : &read_at, cur,
 				exists, err);
-		if (rc != STORE_EUNREACHABLE && rc != STORE_ETIMEOUT)
-			return rc;
-		if (thread_now_ms() + SETTLE_PAUSE_MS >= deadline)
-			return rc;
-		thread_pause(SETTLE_PAUSE_MS);
-	}
 }
 
 bool store_settle_is_put(const struct store_settle *st,
@@ -183,6 +264,12 @@ static int settle_unknown(struct store_error *err, const char *full,
 	return store_fail(err, STORE_EUNKNOWN, full, full_len, 0,
 			  "the write may have been applied: %s (%s)", first,
 			  why);
+}
+
+int store_settle_unknown(struct store_error *err, const char *full,
+			 size_t full_len, const char *why)
+{
+	return settle_unknown(err, full, full_len, why);
 }
 
 int store_settle_cas(struct store_settle *st, const char *full,
@@ -313,4 +400,135 @@ int store_settle_del(struct store_settle *st, const char *full,
 		return 0;
 	}
 	return rc;
+}
+
+/*
+ * What the first change of @full after @expect says of the time to live
+ * set of @st (@base's value, @ttl): 1 it is that set (*@rev its
+ * revision), 0 another change came first (*@gone if a deletion), or a
+ * store_err.
+ */
+static int settle_ttl_first(struct store_settle *st, const char *full,
+			    size_t full_len, int64_t expect,
+			    const struct store_kv *base, int64_t ttl,
+			    int64_t *rev, bool *gone)
+{
+	struct store *s = st->s;
+	struct store_error e = { 0 };
+	struct store_kv now;
+	int64_t left = 0;
+	bool cas = false;
+	int rc;
+
+	rc = s->be_ops->first_change(s, full, full_len, expect, &cas, &now,
+				     &left, &e);
+	if (rc < 0)
+		return rc;
+	*gone = !now.key;
+	rc = cas && now.mod_revision > st->floor &&
+	     now.value_len == base->value_len &&
+	     (!now.value_len ||
+	      !memcmp(now.value, base->value, now.value_len)) &&
+	     (!base->create_revision ||
+	      now.create_revision == base->create_revision) &&
+	     (ttl ? left > 0 && left <= ttl : left == 0);
+	if (rc)
+		*rev = now.mod_revision;
+	store_kv_release(&now);
+	return rc;
+}
+
+/* The key moved on from @expect: its first change since decides. */
+static int settle_ttl_moved(struct store_settle *st, const char *full,
+			    size_t full_len, int64_t expect,
+			    const struct store_kv *base, int64_t ttl,
+			    int64_t *rev, struct store_error *err)
+{
+	bool gone = false;
+	int rc;
+
+	rc = settle_ttl_first(st, full, full_len, expect, base, ttl, rev,
+			      &gone);
+	if (rc > 0)
+		return 0;
+	if (rc < 0)
+		return settle_unknown(err, full, full_len, "the key changed, "
+				      "and etcd no longer tells how");
+	/* another change came first: a put on @expect never will be */
+	if (gone)
+		return store_fail(err, STORE_ENOTFOUND, full, full_len, 0,
+				  "the key was deleted after revision %lld",
+				  (long long)expect);
+	return store_fail(err, STORE_EPRECONDITION, full, full_len, 0,
+			  "the key changed after revision %lld",
+			  (long long)expect);
+}
+
+int store_settle_ttl(struct store_settle *st, const char *full,
+		     size_t full_len, int64_t expect,
+		     const struct store_kv *base, int64_t ttl, int64_t *rev,
+		     struct store_error *err)
+{
+	struct store *s = st->s;
+	struct store_error e = { 0 };
+	struct store_kv now;
+	const char *value = base->value ? base->value : "";
+	bool exists, same;
+	int rc;
+
+	rc = s->be_ops->set_ttl(s, full, full_len, expect, value,
+				base->value_len, ttl, rev, err);
+	while (store_err_unknown_outcome(rc) && s->be_ops->first_change) {
+		if (store_settle_read(s, full, full_len, &now, &exists,
+				      &e) < 0)
+			return settle_unknown(err, full, full_len,
+					      "cannot read the key again");
+		same = exists && now.mod_revision == expect;
+		store_kv_release(&now);
+		if (!same)
+			return settle_ttl_moved(st, full, full_len, expect,
+						base, ttl, rev, err);
+		if (st->retried)
+			return settle_unknown(err, full, full_len,
+					      "the key is as it was, twice");
+		/* nothing was applied: once more */
+		st->retried = true;
+		store_note_retry(s);
+		rc = s->be_ops->set_ttl(s, full, full_len, expect, value,
+					base->value_len, ttl, rev, err);
+	}
+	/* the first copy, applied after all, may be what the compare met */
+	if ((rc == STORE_EPRECONDITION || rc == STORE_ENOTFOUND) &&
+	    st->retried &&
+	    settle_ttl_moved(st, full, full_len, expect, base, ttl, rev,
+			     NULL) == 0)
+		return 0;
+	return rc;
+}
+
+int store_settle_grant(struct store *s, int64_t ttl, int64_t id,
+		       struct store_error *err)
+{
+	struct store_error e = { 0 };
+	char why[sizeof(e.msg) + 64];
+	int64_t deadline, got = id;
+	int rc;
+
+	rc = s->be_ops->lease_grant(s, ttl, &got, err);
+	if (!store_err_unknown_outcome(rc))
+		return rc;
+	deadline = settle_deadline(s);
+	do {
+		/* the same id: a grant etcd applied is not applied twice */
+		store_note_retry(s);
+		got = id;
+		rc = s->be_ops->lease_grant(s, ttl, &got, &e);
+		/* granted now, or by the first copy: the id is ours */
+		if (rc == 0 || rc == STORE_EEXISTS)
+			return 0;
+	} while ((rc == STORE_EUNREACHABLE || store_err_unknown_outcome(rc)) &&
+		 settle_pause(deadline));
+	snprintf(why, sizeof(why), "lease %llx sent again: %s", (long long)id,
+		 e.msg);
+	return settle_unknown(err, NULL, 0, why);
 }

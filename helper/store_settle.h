@@ -58,12 +58,53 @@ int store_settle_del(struct store_settle *st, const char *full,
 		     int64_t *rev, struct store_error *err);
 
 /*
+ * be_ops->set_ttl of @base's value at @expect (etcd2), settled: an
+ * unknown outcome becomes 0 (applied: the key's first change after
+ * @expect is this put; *@rev its revision), the result of the one retry
+ * (the key still at @expect), EPRECONDITION or ENOTFOUND (another change
+ * came first), or STORE_EUNKNOWN.  As the backend's set_ttl without
+ * be_ops->first_change.
+ */
+int store_settle_ttl(struct store_settle *st, const char *full,
+		     size_t full_len, int64_t expect,
+		     const struct store_kv *base, int64_t ttl, int64_t *rev,
+		     struct store_error *err);
+
+/*
+ * be_ops->lease_grant of a lease of @ttl seconds with the id @id (> 0,
+ * the caller's own choice), settled: an unknown outcome is sent again,
+ * with the same id, until etcd answers (for at most twice the request
+ * timeout), and etcd granting it then, or saying it has it already, are
+ * both 0: the first copy was not applied, or was.  If etcd cannot be
+ * reached meanwhile, or answers something else: STORE_EUNKNOWN.  As the
+ * backend's otherwise: EEXISTS at the first send is another's lease.
+ */
+int store_settle_grant(struct store *s, int64_t ttl, int64_t id,
+		       struct store_error *err);
+
+/*
  * Reads @full linearizably until etcd answers, for at most twice the
  * request timeout; as store_read.
  */
 int store_settle_read(struct store *s, const char *full, size_t full_len,
 		      struct store_kv *cur, bool *exists,
 		      struct store_error *err);
+
+/*
+ * Reads @full as it was at revision @rev, once, or (@rev 0) as it is,
+ * linearizably, until etcd answers as store_settle_read; *@at (if not
+ * NULL) the revision read at.  A compacted @rev is ECOMPACTED.  v3.
+ */
+int store_settle_read_at(struct store *s, const char *full, size_t full_len,
+			 int64_t rev, int64_t *at, struct store_kv *cur,
+			 bool *exists, struct store_error *err);
+
+/*
+ * Fills @err with STORE_EUNKNOWN for a write of @full that could not be
+ * settled: what the transport said first (@err's message), and @why.
+ */
+int store_settle_unknown(struct store_error *err, const char *full,
+			 size_t full_len, const char *why);
 
 /*
  * True if @now (NULL: absent) is the put of @value (@lease, -1: any) at

@@ -19,6 +19,9 @@
 
 /* Of the cuts, at most this share go to the prefixes of lo. */
 #define SPLIT_PREFIX_SHARE	4
+/* Printable ASCII, where the bytes of most keys are (names, numbers). */
+#define SPLIT_BAND_LO		0x20
+#define SPLIT_BAND_HI		0x7e
 
 void store_bounds_release(struct store_bound *b, size_t n)
 {
@@ -104,14 +107,67 @@ static int split_prefixes(const char *lo, size_t lo_len, size_t p,
 	return 0;
 }
 
+/*
+ * The values after @a, up to @vmax, of the byte after P to cut at, at
+ * most @room, ascending, into @out: every one if they fit.  Else one per
+ * printable byte, and what room is left spread evenly over the values
+ * outside that band: the keys of a level of names or numbers use a dozen
+ * or so values of it, and an even spread over all 256 would give those
+ * a cut every two or three values, each part a few times bigger (and cut
+ * again: one more walk of those keys).  If the band alone is too many,
+ * evenly over the band; if none of it is left, evenly over them all.
+ * Returns how many.
+ */
+static size_t split_values(int a, int vmax, size_t room, uint8_t *out)
+{
+	int b0 = a + 1 > SPLIT_BAND_LO ? a + 1 : SPLIT_BAND_LO;
+	int b1 = vmax < SPLIT_BAND_HI ? vmax : SPLIT_BAND_HI;
+	size_t nv = (size_t)(vmax - a), nb, nl, nh, rest, i, x, k = 0;
+
+	if (nv <= room) {
+		for (i = 0; i < nv; i++)
+			out[k++] = (uint8_t)((size_t)(a + 1) + i);
+		return k;
+	}
+	if (b1 < b0) {
+		for (i = 0; i < room; i++)
+			out[k++] = (uint8_t)((size_t)(a + 1) + i * nv / room);
+		return k;
+	}
+	nb = (size_t)(b1 - b0 + 1);
+	if (nb >= room) {
+		for (i = 0; i < room; i++)
+			out[k++] = (uint8_t)((size_t)b0 + i * nb / room);
+		return k;
+	}
+	/* below the band a + 1 .. b0 - 1, above it b1 + 1 .. vmax; as nv is
+	 * over room, rest is under nl + nh, so the spread values differ */
+	nl = (size_t)(b0 - (a + 1));
+	nh = (size_t)(vmax - b1);
+	rest = room - nb;
+	for (i = 0; i < rest; i++) {
+		x = i * (nl + nh) / rest;
+		if (x < nl)
+			out[k++] = (uint8_t)((size_t)(a + 1) + x);
+	}
+	for (i = 0; i < nb; i++)
+		out[k++] = (uint8_t)((size_t)b0 + i);
+	for (i = 0; i < rest; i++) {
+		x = i * (nl + nh) / rest;
+		if (x >= nl)
+			out[k++] = (uint8_t)((size_t)b1 + 1 + (x - nl));
+	}
+	return k;
+}
+
 int store_split_points(const char *lo, size_t lo_len, const char *hi,
 		       size_t hi_len, size_t max, struct store_bound *out,
 		       size_t *n)
 {
 	size_t p = store_split_prefix(lo, lo_len, hi, hi_len);
-	size_t c = 0, geo = 0, k, room, i;
+	size_t c = 0, geo = 0, k, room, i, nv;
+	uint8_t v[256];
 	int a, vmax;
-	unsigned span, v;
 	bool top;
 
 	*n = 0;
@@ -139,14 +195,10 @@ int store_split_points(const char *lo, size_t lo_len, const char *hi,
 	k = geo;
 	room = max - geo;
 	if (vmax > a && room > 0) {
-		span = (unsigned)(vmax - a);
-		if (span > room)
-			span = (unsigned)room;
-		for (i = 0; i < span; i++) {
-			/* evenly spread when the values outnumber the room */
-			v = (unsigned)(a + 1) +
-			    (unsigned)(i * (size_t)(vmax - a) / span);
-			if (bound_set(&out[k], lo, p, (uint8_t)v) < 0) {
+		/* at most vmax - a <= 256 values: v holds them all */
+		nv = split_values(a, vmax, room, v);
+		for (i = 0; i < nv; i++) {
+			if (bound_set(&out[k], lo, p, v[i]) < 0) {
 				store_bounds_release(out, k);
 				return -1;
 			}

@@ -13,9 +13,11 @@
  * key in it must have (the prefix of lo that hi does not exceed); then,
  * right after lo, one cut at the end of each longer prefix of lo (so that
  * keys sharing much of lo, such as a big subtree next to lo, fall apart in
- * blocks of their own), then one cut per value of the byte after P (or
- * evenly spread values when there are too many).  Every cut is strictly
- * inside the range, and the cuts are in ascending order.
+ * blocks of their own), then one cut per value of the byte after P; when
+ * there are too many, one per printable byte (where the bytes of most
+ * names and numbers are) and the rest evenly spread over the other
+ * values.  Every cut is strictly inside the range, and the cuts are in
+ * ascending order.
  *
  * Pure functions, no I/O: tests/unit/test_store_split.c.
  *

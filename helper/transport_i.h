@@ -76,6 +76,8 @@ struct tr_xfer {
 	const char *body;
 	size_t len;
 	char *url;			/* owned, the last one tried */
+	int sends;			/* of this attempt, by libcurl */
+	bool resent;			/* libcurl would have sent it again */
 
 	/* Request mode: the reply, capped at t->max_reply_size. */
 	struct transport_reply *reply;

@@ -3,6 +3,10 @@
  * reply (capped) or stream, and the failover over the endpoints while
  * nothing of the request was sent (see transport.c and transport.h)
  *
+ * A request that is not a GET is sent once per attempt: libcurl would
+ * send it again by itself, on a fresh connection, when a kept-alive one
+ * dies with no byte of the answer come (see tr_prereq).
+ *
  * What it cannot do: tell "sent" from "not sent" below what libcurl
  * counts (CURLINFO_REQUEST_SIZE): a request that was handed to the
  * kernel counts as sent, even if no byte of it left the machine.
@@ -98,6 +102,28 @@ static int tr_xferinfo(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
 	return 0;
 }
 
+/*
+ * Called by libcurl right before it sends the request, on a new or a
+ * kept-alive connection.  A second call in one attempt is libcurl sending
+ * it again by itself: it does so when a kept-alive connection dies before
+ * any byte of the answer came, which is also what a write whose answer
+ * was lost looks like (etcd may have applied it).  A GET may go again; a
+ * write may not: the copy's answer (a compare refused because the first
+ * copy was applied) would be taken for the write's own.  The attempt is
+ * aborted instead, and reported lost (EUNKNOWN): the store settles it.
+ */
+static int tr_prereq(void *userdata, char *conn_primary_ip, char *conn_local_ip,
+		     int conn_primary_port, int conn_local_port)
+{
+	struct tr_xfer *x = userdata;
+
+	if (x->sends++ && strcmp(x->method, "GET") != 0) {
+		x->resent = true;
+		return CURL_PREREQFUNC_ABORT;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
 /* Sets up @curl for one attempt of @x at @endpoint; false on ENOMEM. */
 static bool tr_setup(struct tr_xfer *x, CURL *curl, const char *endpoint,
 		     char *errbuf, struct curl_slist **headers)
@@ -148,6 +174,10 @@ static bool tr_setup(struct tr_xfer *x, CURL *curl, const char *endpoint,
 		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, tr_write_reply);
 	}
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, x);
+	x->sends = 0;
+	x->resent = false;
+	curl_easy_setopt(curl, CURLOPT_PREREQFUNCTION, tr_prereq);
+	curl_easy_setopt(curl, CURLOPT_PREREQDATA, x);
 
 	if (t->cacert)
 		curl_easy_setopt(curl, CURLOPT_CAINFO, t->cacert);
@@ -223,9 +253,10 @@ bool transport_cert_refused(int rc, const char *errbuf)
  * The CURLcode alone cannot say so: when a kept-alive connection dies
  * after the request went out and before any byte of the answer came
  * (an etcd member SIGKILLed mid-request), libcurl sends the request again
- * on a fresh connection to the same URL by itself; if that connect is
- * refused, curl_easy_perform() says COULDNT_CONNECT although the first
- * copy was sent and may have been applied.  CURLINFO_REQUEST_SIZE counts
+ * on a fresh connection to the same URL by itself (a GET; a write is
+ * stopped before its copy goes, tr_prereq); if that connect is refused,
+ * curl_easy_perform() says COULDNT_CONNECT although the first copy was
+ * sent and may have been applied.  CURLINFO_REQUEST_SIZE counts
  * the bytes of every request sent during the transfer, so it is checked
  * first, whatever the code.
  */
@@ -419,6 +450,9 @@ int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 		 * the key again to find out).
 		 */
 		tr_describe(rc, errbuf, x->url, what, sizeof(what));
+		if (x->resent)
+			snprintf(what, sizeof(what), "the connection closed "
+				 "with no answer");
 		if (x->fn)
 			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
 					  "stream from '%s' lost: %s", x->url,

@@ -107,10 +107,24 @@ const struct opts_row opts_rows[] = {
 	{ TEXT("max_txn_ops=", max_txn_ops_opt), .usage = "max_txn_ops=N",
 	  .help = "the cluster's --max-txn-ops: a directory of up\n"
 		  "to N/2 keys is renamed in one transaction, a\n"
-		  "larger one is EXDEV (mv copies) (default: 128)" },
+		  "larger one (any one on v2) is EXDEV (mv copies);\n"
+		  "listings count at most N ranges a txn (default:\n"
+		  "128)" },
+	{ TEXT("codec=", codec_opt), .usage = "codec=PROG",
+	  .help = "show each value as `PROG decode` writes it (the\n"
+		  "raw value where it fails) and save what\n"
+		  "`PROG encode` makes of the edited text (EINVAL\n"
+		  "where it fails), as etcd-io/auger; PROG is a\n"
+		  "path or a name in PATH, without arguments" },
+	{ TEXT("codec_prefix=", codec_prefix_opt),
+	  .usage = "codec_prefix=PREFIX",
+	  .help = "apply codec= to the keys that start with\n"
+		  "PREFIX only, e.g. /registry/ (default: every\n"
+		  "key of the mount)" },
 	{ FLAG("quorum", fs.quorum, true), .usage = "quorum",
-	  .help = "linearizable reads: each open sees every\n"
-		  "write that completed before it" },
+	  .help = "linearizable reads: each lookup, open and\n"
+		  "listing sees every write that completed\n"
+		  "before it" },
 	{ FLAG("nowatch", fs.nowatch, true), .usage = "nowatch",
 	  .help = "do not watch the cluster: a directory is\n"
 		  "listed again when opened, a file read again\n"
@@ -139,7 +153,8 @@ const struct opts_row opts_rows[] = {
 	{ SECS("entry_timeout=", fs.entry_timeout), .usage = "entry_timeout=SEC",
 	  .help = "let the kernel cache names for SEC seconds\n"
 		  "(default: " XSTR(OPTS_CACHE_SECONDS) ", or "
-		  XSTR(OPTS_NOWATCH_CACHE_SECONDS) " with nowatch)" },
+		  XSTR(OPTS_NOWATCH_CACHE_SECONDS) " with nowatch,\n"
+		  "0 with quorum)" },
 	{ SECS("attr_timeout=", fs.attr_timeout), .usage = "attr_timeout=SEC",
 	  .help = "let the kernel cache attributes for SEC\n"
 		  "seconds (default: as entry_timeout)" },
@@ -639,6 +654,24 @@ void opts_help(const char *progname)
 		}
 	}
 	printf("\n"
+"Extended attributes of a file (getfattr -n NAME, setfattr -n NAME -v V):\n"
+"    user.etcd.resourceVersion, user.etcd.createRevision,\n"
+"    user.etcd.version, user.etcd.lease\n"
+"                           the key's mod_revision, create_revision,\n"
+"                           version and lease (hex, as etcdctl's)\n"
+"    user.etcd.pin          write: the revision the next write of the key\n"
+"                           by the same script must find (else ESTALE)\n"
+"    user.etcd.ttl          the seconds the key has left; write: give it a\n"
+"                           time to live of V seconds in one compare-and-\n"
+"                           swap (v3: a lease), 0 or setfattr -x: none\n"
+"    user.etcd.history      the revisions of the key etcd still holds:\n"
+"                           revision, version, when the mount saw it\n"
+"    user.k8s.apiVersion, user.k8s.kind\n"
+"                           a Kubernetes object's TypeMeta, from its\n"
+"                           protobuf envelope (k8s\\0) or its JSON\n"
+"The root's: user.etcd.endpoint, user.etcd.revision, user.etcd.backend,\n"
+"user.etcd.watch, user.etcd.valueBytes, user.etcd.stats (counters).\n"
+"\n"
 "Environment, read when the option is not given (as etcdctl reads it):\n"
 "    ETCDCTL_ENDPOINTS, ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY,\n"
 "    ETCDCTL_USER (NAME or NAME:PASSWORD), ETCDCTL_PASSWORD,\n"

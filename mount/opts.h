@@ -41,6 +41,8 @@ struct opts {
 	const char *refresh_opt;	/* refresh_endpoints=SEC */
 	const char *revision_opt;	/* revision=N */
 	const char *max_txn_ops_opt;	/* max_txn_ops=N */
+	const char *codec_opt;		/* codec=PROG */
+	const char *codec_prefix_opt;	/* codec_prefix=P */
 	bool refresh_on;		/* refresh_endpoints */
 	const char *logfile;		/* absolute */
 	bool has_fsname;		/* the user named the mount: keep it */
@@ -52,6 +54,7 @@ struct opts {
 	char *prefix;			/* with its trailing '/' */
 	char *user;
 	char *password;
+	char *codec;			/* the codec's absolute path */
 
 	/* Owned: each row's string value, and where each row came from. */
 	char *val[OPTS_MAX_ROWS];

@@ -73,4 +73,11 @@ void opts_bad_value(const char *name, const char *from, const char *s,
 int opts_parse_num(const char *name, const char *from, const char *s,
 		   int base, long long min, long long max, long long *out);
 
+/*
+ * -o codec= and codec_prefix= (codec_opts.c), after the prefix is
+ * decided: fills o->fs.codec and o->fs.codec_prefix.  0, or -1 after a
+ * message.
+ */
+int opts_decide_codec(struct opts *o);
+
 #endif

@@ -73,6 +73,7 @@ void opts_release(struct opts *o)
 	free(o->endpoints);
 	free(o->prefix);
 	free(o->user);
+	free(o->codec);
 	free_secret(o->password);
 	memset(o, 0, sizeof(*o));
 }
@@ -388,7 +389,7 @@ int opts_finish(struct opts *o, const char *mountpoint)
 		return -1;
 	}
 	if (decide_endpoints(o) != 0 || decide_login(o) != 0 ||
-	    decide_prefix(o) != 0)
+	    decide_prefix(o) != 0 || opts_decide_codec(o) != 0)
 		return -1;
 
 	if (!o->api || strcmp(o->api, "v3") == 0) {
@@ -415,12 +416,16 @@ int opts_finish(struct opts *o, const char *mountpoint)
 				   &v) != 0)
 			return -1;
 		o->fs.max_txn_ops = (unsigned)v;
+		o->store.max_txn_ops = (unsigned)v;
 	}
 	o->store.quorum = o->fs.quorum;
 
 	/* the past does not change: the kernel may cache it all */
 	if (!o->from[opts_row("entry_timeout=")] && o->store.revision)
 		o->fs.entry_timeout = OPTS_CACHE_SECONDS;
+	else if (!o->from[opts_row("entry_timeout=")] && o->fs.quorum)
+		/* every lookup and open must reach the barrier (fs/quorum.c) */
+		o->fs.entry_timeout = 0;
 	else if (!o->from[opts_row("entry_timeout=")])
 		o->fs.entry_timeout = o->fs.nowatch ?
 			OPTS_NOWATCH_CACHE_SECONDS : OPTS_CACHE_SECONDS;

@@ -21,11 +21,14 @@ static uint8_t *loader_txn(const struct loader_kv *kvs, size_t n,
 	Etcdserverpb__TxnRequest t = ETCDSERVERPB__TXN_REQUEST__INIT;
 	Etcdserverpb__PutRequest put_init = ETCDSERVERPB__PUT_REQUEST__INIT;
 	Etcdserverpb__RequestOp op_init = ETCDSERVERPB__REQUEST_OP__INIT;
-	Etcdserverpb__PutRequest puts[LOADER_BATCH];
-	Etcdserverpb__RequestOp ops[LOADER_BATCH], *opp[LOADER_BATCH];
-	uint8_t *buf;
+	Etcdserverpb__PutRequest *puts = calloc(n, sizeof(*puts));
+	Etcdserverpb__RequestOp *ops = calloc(n, sizeof(*ops));
+	Etcdserverpb__RequestOp **opp = calloc(n, sizeof(*opp));
+	uint8_t *buf = NULL;
 	size_t i, m;
 
+	if (!puts || !ops || !opp)
+		goto out;
 	for (i = 0; i < n; i++) {
 		puts[i] = put_init;
 		puts[i].key.data = (uint8_t *)kvs[i].key;
@@ -43,15 +46,25 @@ static uint8_t *loader_txn(const struct loader_kv *kvs, size_t n,
 	m = protobuf_c_message_get_packed_size(&t.base);
 	buf = malloc(m + GRPC_PREFIX_LEN);
 	if (!buf)
-		return NULL;
+		goto out;
 	grpc_frame_prefix(buf, (uint32_t)m);
 	protobuf_c_message_pack(&t.base, buf + GRPC_PREFIX_LEN);
 	*len = m + GRPC_PREFIX_LEN;
+out:
+	free(opp);
+	free(ops);
+	free(puts);
 	return buf;
 }
 
 int loader_put(struct grpc_transport *t, const struct loader_kv *kvs,
 	       size_t n, char *why, size_t size)
+{
+	return loader_put_batch(t, kvs, n, LOADER_BATCH, why, size);
+}
+
+int loader_put_batch(struct grpc_transport *t, const struct loader_kv *kvs,
+		     size_t n, size_t batch, char *why, size_t size)
 {
 	struct store_error err = { 0 };
 	struct grpc_reply reply;
@@ -61,8 +74,12 @@ int loader_put(struct grpc_transport *t, const struct loader_kv *kvs,
 	bool sent;
 	int rc;
 
+	if (batch == 0) {
+		snprintf(why, size, "a batch of 0 puts");
+		return -1;
+	}
 	for (i = 0; i < n; i += k) {
-		k = n - i < LOADER_BATCH ? n - i : LOADER_BATCH;
+		k = n - i < batch ? n - i : batch;
 		req = loader_txn(kvs + i, k, &len);
 		if (!req) {
 			snprintf(why, size, "out of memory");

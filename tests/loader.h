@@ -30,6 +30,10 @@ struct loader_kv {
 int loader_put(struct grpc_transport *t, const struct loader_kv *kvs,
 	       size_t n, char *why, size_t size);
 
+/* The same in txns of at most @batch puts (the cluster's --max-txn-ops). */
+int loader_put_batch(struct grpc_transport *t, const struct loader_kv *kvs,
+		     size_t n, size_t batch, char *why, size_t size);
+
 /* A transport to @endpoint with generous timeouts; NULL with @why. */
 struct grpc_transport *loader_transport(const char *endpoint, char *why,
 					size_t size);

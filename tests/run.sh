@@ -6,9 +6,15 @@
 #
 # 1. tests/lib/deps.sh: the Debian packages (installed as root if missing)
 #    and /dev/fuse.
-# 2. main, build/: warnings as errors; every suite (unit, integration, fs,
-#    and bench's smoke run: one tiny round of each benchmark, so that it
-#    never rots), $RUN_JOBS tests at a time.
+# 2. main, build/: warnings as errors; every suite (unit, integration,
+#    million, fs, and bench's smoke run: one tiny round of each
+#    benchmark, so that it never rots), and etcd35: each v3 integration
+#    test and the v3 filesystem tests of fs_etcd35, again on etcd 3.5
+#    (NAME-3.5, tests/meson.build), all in one meson test, $RUN_JOBS tests at a
+#    time, so that the 3.5 runs fill the slots beside the 3.4 ones.
+#    etcd 3.5 is fetched first, once (tests/lib/etcd.sh with
+#    ETCDFS_ETCD_VERSION=3.5); if that gives no 3.5, that is one failure
+#    and the pass runs without the suite etcd35.
 # 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3
 #    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER);
 #    unit (with each fuzz target's replay of its seeds), integration and
@@ -17,10 +23,8 @@
 #    (tests/meson.build's fs_sanitize).
 # 4. fuzz, build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite, briefly
 #    ($FUZZ_SECONDS per target, default 20).
-# 5. etcd35 (only when named in RUN_PASSES): the suite v3 (the v3
-#    integration and fs tests) again, in build/, with ETCDFS_ETCD_VERSION=3.5:
-#    tests/lib/etcd.sh's etcd and etcdctl 3.5.  It fails, rather than run
-#    on 3.4, if etcd.sh does not give it a 3.5.
+# 5. etcd35 (only when named in RUN_PASSES): the suite etcd35 alone, in
+#    build/ (the main pass runs it too).
 #
 # Tests run in parallel, as meson schedules them: each starts its own etcd
 # on free ports and its own mount in its own temporary dir; the timing-
@@ -36,7 +40,8 @@
 # "N passed, M failed"; the exit status is 0 only if M is 0.
 #
 # Environment: ETCDFS_BUILD_DIR (default "build") names the build dirs
-# (NAME, NAME-asan, NAME-fuzz); RUN_PASSES (default "main asan fuzz")
+# (NAME, NAME-asan, NAME-fuzz, and NAME-bin: a link to Debian's python3,
+# first in PATH when another python3 comes first); RUN_PASSES (default "main asan fuzz")
 # picks passes; RUN_JOBS (default 4 on 2 cores: most of a filesystem
 # test's time is waiting) is meson test's --num-processes; ASAN_FS_TESTS
 # replaces the sanitizer pass's fs subset by the tests it names ("all":
@@ -183,26 +188,32 @@ test_pass()
 	times+=("$name: tests $((SECONDS - t0)) s")
 }
 
-# etcd35_pass: the suite v3 in $base (built as the main pass builds it,
-# if it is not yet) on etcd 3.5.  The etcd tests/lib/etcd.sh picks for
-# ETCDFS_ETCD_VERSION=3.5 (fetching it on first use, here, once, rather
-# than in every test at the same time) must say it is 3.5.
-etcd35_pass()
+# etcd35_ready PASS: true if the etcd tests/lib/etcd.sh picks for
+# ETCDFS_ETCD_VERSION=3.5 says it is 3.5 (fetching it on first use, here,
+# once, rather than in every test at the same time); else one failure.
+etcd35_ready()
 {
 	local v
 
-	if [[ ! -f $base/build.ninja ]]; then
-		build_pass main "$base" -Dwerror=true || return
-	fi
 	v=$(ETCDFS_ETCD_VERSION=3.5 bash -c \
 		'. tests/lib/etcd.sh && "$ETCD_BIN" --version' 2>&1 |
 		head -n 1)
-	say "etcd35: ${v:-no etcd}"
+	say "$1: ${v:-no etcd}"
 	if [[ $v != *" 3.5."* ]]; then
-		fail_case "etcd35: tests/lib/etcd.sh gives no etcd 3.5 for ETCDFS_ETCD_VERSION=3.5 (got '${v:-nothing}')"
-		return
+		fail_case "$1: tests/lib/etcd.sh gives no etcd 3.5 for ETCDFS_ETCD_VERSION=3.5 (got '${v:-nothing}')"
+		return 1
 	fi
-	ETCDFS_ETCD_VERSION=3.5 test_pass etcd35 "$base" "v3" ""
+}
+
+# etcd35_pass: the suite etcd35 in $base (built as the main pass builds
+# it, if it is not yet).
+etcd35_pass()
+{
+	if [[ ! -f $base/build.ninja ]]; then
+		build_pass main "$base" -Dwerror=true || return
+	fi
+	etcd35_ready etcd35 || return
+	test_pass etcd35 "$base" "etcd35" ""
 }
 
 say "=== dependencies"
@@ -213,11 +224,26 @@ if ! bash tests/lib/deps.sh; then
 fi
 say "$(nproc) cpus, $jobs tests at a time, passes: $passes"
 
+# Debian's python3 for every test: the one deps.sh gives its modules
+# (python3-h2).  A python3 found first in PATH may be a version manager's
+# shim, a shell script that finds the interpreter on each call: pyenv's
+# costs 0.37 s of CPU a call against Debian's 0.03 s, and the tests call
+# python3 thousands of times (names.bats: 87 s with it, 68 s without).
+py=$(command -v python3)
+if [[ -x /usr/bin/python3 && $py != /usr/bin/python3 ]]; then
+	mkdir -p "$base-bin" &&
+		ln -sfn /usr/bin/python3 "$base-bin/python3" &&
+		export PATH=$PWD/$base-bin:$PATH &&
+		say "python3: Debian's, $base-bin/python3, before '$py'"
+fi
+
 for pass in $passes; do
 	case $pass in
 	main)
+		main_suites="unit integration million fs bench"
+		etcd35_ready main && main_suites+=" etcd35"
 		build_pass main "$base" -Dwerror=true &&
-			test_pass main "$base" "unit integration fs bench" ""
+			test_pass main "$base" "$main_suites" ""
 		;;
 	asan)
 		# halt at the first report so that it fails the test

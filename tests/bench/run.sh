@@ -12,12 +12,15 @@
 #
 #   1  read a subtree: cat dir/* and grep -r, cold and warm
 #   2  list: ls -l of a big directory, find over a big tree
-#   3  one key: stat and open/read/close latency, p50 and p99
+#   3  one key: stat and open/read/close latency, p50 and p99; warm also
+#      on a read-only mount (-o ro, whose opens send the daemon nothing),
+#      with the FUSE requests the daemon received per operation
 #   4  writes: open/write/close of 1 KiB values, 1 and 16 writers
 #   5  a remote change to its inotify event on the mount
 #   6  memory: the daemon's peak RSS, mount and list time, for big trees
 #   7  a new key of another client, 4 directories deep, to the moment it
 #      is readable on the mount (etcdfs-visible, tests/bench/visible.c)
+#   8  -o quorum: a warm cat of 2,000 files of 1 KiB with and without it
 #
 # Writes to the results dir (--out, default bench-results/DATE): raw.tsv
 # (every sample), results.md (the table), results.png (the plot, with
@@ -50,7 +53,7 @@ usage: bash tests/bench/run.sh [--quick | --smoke] [options]
   --reps N           repetitions of each measurement (default 5)
   --out DIR          results dir (default bench-results/YYYYmmdd-HHMMSS)
   --build DIR        meson build dir to build and use (default build)
-  --workloads LIST   which workloads to run, e.g. 1,3 (default 1,...,7)
+  --workloads LIST   which workloads to run, e.g. 1,3 (default 1,...,8)
   --read-keys N      workloads 1-3: keys in the subtree (default 10000)
   --read-size N      their value size (default 1024)
   --tree-keys N      workload 2: keys in the tree for find (default 100000)
@@ -66,6 +69,7 @@ usage: bash tests/bench/run.sh [--quick | --smoke] [options]
   --writers LIST     workload 4: writer counts (default 1,16)
   --ctl-puts N       workload 4: etcdctl puts per run (default 50)
   --events N         workload 5: remote changes per run (default 1000)
+  --quorum-keys N    workload 8: files of 1 KiB, 500 a directory (2000)
   --keep             keep the work dir (etcd data, daemon logs)
 
 Environment: ETCDFS and ETCDFS_BENCH name the binaries to use instead of
@@ -76,7 +80,7 @@ EOF
 reps=5
 out=
 build=build
-workloads=1,2,3,4,5,6,7
+workloads=1,2,3,4,5,6,7,8
 read_keys=10000
 read_size=1024
 tree_keys=100000
@@ -89,6 +93,7 @@ write_iters=500
 writers=1,16
 ctl_puts=50
 events=1000
+quorum_keys=2000
 keep=0
 mode=default
 cmdline="bash tests/bench/run.sh${*:+ $*}"
@@ -106,11 +111,12 @@ while (($#)); do
 	--quick)
 		mode=quick reps=3 read_keys=2000 tree_keys=20000
 		mem_keys=20000,100000 lat_iters=5000 cold_keys=500
-		write_iters=200 ctl_puts=20 events=100
+		write_iters=200 ctl_puts=20 events=100 quorum_keys=1000
 		;;
 	--smoke)
 		mode=smoke reps=1 read_keys=20 tree_keys=50 mem_keys=50
 		lat_iters=50 cold_keys=10 write_iters=8 ctl_puts=2 events=4
+		quorum_keys=50
 		;;
 	--reps) need_arg "$1" $#; reps=$2; shift ;;
 	--out) need_arg "$1" $#; out=$2; shift ;;
@@ -128,6 +134,7 @@ while (($#)); do
 	--writers) need_arg "$1" $#; writers=$2; shift ;;
 	--ctl-puts) need_arg "$1" $#; ctl_puts=$2; shift ;;
 	--events) need_arg "$1" $#; events=$2; shift ;;
+	--quorum-keys) need_arg "$1" $#; quorum_keys=$2; shift ;;
 	--keep) keep=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "run.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -136,7 +143,7 @@ while (($#)); do
 done
 
 for v in reps read_keys read_size tree_keys mem_size mem_baseline_max \
-	 lat_iters cold_keys write_iters ctl_puts events; do
+	 lat_iters cold_keys write_iters ctl_puts events quorum_keys; do
 	if [[ ! ${!v} =~ ^[1-9][0-9]*$ ]]; then
 		echo "run.sh: --${v//_/-} must be a positive number" >&2
 		exit 2
@@ -286,18 +293,19 @@ EP=$(etcd_start "$WORK/etcd" --quota-backend-bytes=$((8 << 30)) \
 export ETCDCTL_API=3 ETCDCTL_ENDPOINTS=$EP
 log "etcd at $EP"
 
-# mnt_up NAME PREFIX: mounts PREFIX at $WORK/mnt-NAME with the daemon in the
-# foreground (its pid in FS_PID); MOUNT_MS is the time from start to a
-# usable mountpoint.
+# mnt_up NAME PREFIX [OPTS]: mounts PREFIX at $WORK/mnt-NAME with the daemon
+# in the foreground (its pid in FS_PID), with the mount options OPTS (a
+# comma list, e.g. "ro") besides the endpoint and the prefix; MOUNT_MS is
+# the time from start to a usable mountpoint.
 mnt_up()
 {
-	local t0 limit=$((SECONDS + 900))
+	local t0 limit=$((SECONDS + 900)) opts=${3:+,$3}
 
 	[[ -z $FS_PID ]] || fail "a mount is up already"
 	MNT=$WORK/mnt-$1
 	mkdir -p "$MNT"
 	t0=$(now_us)
-	"$ETCDFS" -f -o "endpoints=$EP,prefix=$2" "$MNT" \
+	"$ETCDFS" -f -o "endpoints=$EP,prefix=$2$opts" "$MNT" \
 		>>"$WORK/fs-$1.log" 2>&1 </dev/null &
 	FS_PID=$!
 	until awk -v m="$MNT" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; do
@@ -311,6 +319,55 @@ mnt_up()
 	done
 	stat "$MNT" >/dev/null || fail "cannot stat the mount of '$2'"
 	MOUNT_MS=$((($(now_us) - t0) / 1000))
+}
+
+# fs_stats FILE: the counters of the mount that is up (the root's
+# user.etcd.stats, a name and a value a line) into FILE
+fs_stats()
+{
+	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" \
+		>"$1" 2>"$WORK/cmd.err" ||
+		fail "cannot read user.etcd.stats of '$MNT': $(cat "$WORK/cmd.err")"
+}
+
+# stats_begin: the mount's counters before a measurement, read twice: the
+# difference is what reading them costs (getfattr's own requests), which
+# stats_end takes off
+stats_begin()
+{
+	fs_stats "$WORK/stats.0"
+	fs_stats "$WORK/stats.1"
+}
+
+# stats_end KEY SYSTEM OPS: records the FUSE requests the daemon received
+# since stats_begin, per operation of the OPS the measurement made:
+# fuse_requests (all of them), fuse_OP for each kind it received,
+# fuse_stored (values it put in the page cache without a request),
+# quorum_waits and quorum_requests (-o quorum's barrier), the last three
+# only where there were any
+stats_end()
+{
+	local name value
+
+	fs_stats "$WORK/stats.2"
+	while read -r name value; do
+		rec "$1" "$2" "$name" "$value"
+	done < <(awk -v ops="$3" '
+		FNR == 1 { f++ }
+		f == 1 { a[$1] = $2; next }
+		f == 2 { b[$1] = $2; next }
+		/^fuse_/ || /^quorum_(waits|requests) / {
+			d = $2 - 2 * b[$1] + a[$1]
+			if (/^fuse_/ && !/^fuse_stored /)
+				total += d
+			if (d)
+				out[++n] = sprintf("%s %.4g", $1, d / ops)
+		}
+		END {
+			printf "fuse_requests %.4g\n", total / ops
+			for (i = 1; i <= n; i++)
+				print out[i]
+		}' "$WORK/stats.0" "$WORK/stats.1" "$WORK/stats.2")
 }
 
 # The daemon's peak resident set, in KiB.
@@ -382,6 +439,7 @@ echo "$cmdline" >"$out/command.txt"
 	echo "tree_keys=$tree_keys mem_keys=$mem_keys mem_size=$mem_size"
 	echo "lat_iters=$lat_iters cold_keys=$cold_keys write_iters=$write_iters"
 	echo "writers=$writers ctl_puts=$ctl_puts events=$events"
+	echo "quorum_keys=$quorum_keys"
 } >"$out/params.txt"
 
 # The big trees (workloads 2 and 6) take a mount of many seconds each:
@@ -404,19 +462,19 @@ etcd_kv_requests()
 		END { printf "%d\n", n }'
 }
 
-# run_etcdfs KEY CMD: times CMD (@MNT@ stands for the mount) on the mount
-# that is up; records its time (also left in LAST_MS) and the etcd
-# requests it caused.
+# run_etcdfs KEY CMD [SYSTEM]: times CMD (@MNT@ stands for the mount) on
+# the mount that is up; records its time (also left in LAST_MS) and the
+# etcd requests it caused, as SYSTEM's (default etcdfs).
 run_etcdfs()
 {
-	local t r0 r1
+	local t r0 r1 sys=${3:-etcdfs}
 
 	r0=$(etcd_kv_requests)
-	t=$(time_ms "${2//@MNT@/$MNT}") || fail "$1 on etcdfs failed"
+	t=$(time_ms "${2//@MNT@/$MNT}") || fail "$1 on $sys failed"
 	r1=$(etcd_kv_requests)
 	LAST_MS=$t
-	rec "$1" etcdfs ms "$t"
-	rec "$1" etcdfs etcd_requests $((r1 - r0))
+	rec "$1" "$sys" ms "$t"
+	rec "$1" "$sys" etcd_requests $((r1 - r0))
 }
 
 # run_base KEY SYSTEM CMD: times a baseline's command
@@ -572,22 +630,38 @@ if want 3; then
 			--prefix "$READ_PREFIX" --cold --iters "$cold_keys" \
 			"${lat[@]}"
 	done
-	mount_read
+	# warm: on a read-write mount and on a read-only one (whose opens
+	# send the daemon nothing), each fresh and read once before it is
+	# measured, then on tmpfs; with the FUSE requests each loop sent the
+	# daemon, per operation (its untimed first pass over the files
+	# included)
+	warm=(--files 100 --iters "$lat_iters" "${lat[@]}")
+	ops=$((lat_iters + (read_keys < 100 ? read_keys : 100)))
 	for ((r = 0; r < reps; r++)); do
+		for opts in "" ro; do
+			sys=etcdfs${opts:+ -o $opts}
+			mnt_up read "$READ_PREFIX" "$opts"
+			"$ETCDFS_BENCH" read --dir "$MNT" --files 100 --iters 1 \
+				"${lat[@]}" >/dev/null || fail "reading '$MNT' failed"
+			for op in stat read; do
+				r0=$(etcd_kv_requests)
+				stats_begin
+				bench_rec "$op.warm" "$sys" "$op" --dir "$MNT" \
+					"${warm[@]}"
+				stats_end "$op.warm" "$sys" "$ops"
+				r1=$(etcd_kv_requests)
+				rec "$op.warm" "$sys" etcd_requests $((r1 - r0))
+			done
+			mnt_down || fail "unmount failed"
+		done
 		for op in stat read; do
-			r0=$(etcd_kv_requests)
-			bench_rec "$op.warm" etcdfs "$op" --dir "$MNT" \
-				--files 100 --iters "$lat_iters" "${lat[@]}"
-			r1=$(etcd_kv_requests)
-			rec "$op.warm" etcdfs etcd_requests $((r1 - r0))
 			bench_rec "$op.warm" tmpfs "$op" --dir "$READ_COPY" \
-				--files 100 --iters "$lat_iters" "${lat[@]}"
+				"${warm[@]}"
 		done
 		bench_rec get.warm helper get --endpoint "$EP" \
 			--prefix "$READ_PREFIX" --files 100 \
 			--iters $((lat_iters / 10 + 1)) "${lat[@]}"
 	done
-	mnt_down || fail "unmount failed"
 fi
 rm -rf "$READ_COPY"
 
@@ -665,10 +739,47 @@ if want 7; then
 			esac
 		done
 	done
-	# the echo replays the new directories for inotify, 10 ms each,
-	# on the mount: let it finish, or the unmount finds the mount busy
-	sleep 3
+	# the echo replays the new directories for inotify, 10 ms each, on
+	# the mount, behind the reads (the mirror serves a key before its
+	# echo): let it finish (5 per key, 20 keys a run), or the unmount
+	# finds the mount busy
+	sleep $((reps + 3))
 	mnt_down || fail "unmount failed"
+fi
+
+# --- 8. quorum ---
+
+if want 8; then
+	log "8: warm cat of $quorum_keys files, with and without -o quorum"
+	quorum_prefix=/bench/quorum/
+	load "$quorum_prefix" "$quorum_keys" 1024 500
+	# The files by path, relative to the mount (listed once, on the
+	# first plain mount): `xargs cat` reads them on either mount without
+	# a listing, which the barrier would hold as well.  Each repetition
+	# mounts without and with -o quorum in turn, reads every file once,
+	# then times the warm pass, with the FUSE requests and the barrier's
+	# waits and linearizable requests per file.
+	qfiles=$WORK/quorum.files
+	qcat="(cd @MNT@ && exec xargs -0 cat) <$qfiles"
+	for ((r = 0; r < reps; r++)); do
+		for opts in "" quorum; do
+			sys=etcdfs${opts:+ -o $opts}
+			mnt_up quorum "$quorum_prefix" "$opts"
+			if [[ ! -s $qfiles ]]; then
+				(cd "$MNT" && find . -type f -print0) >"$qfiles" ||
+					fail "cannot list the mount of '$quorum_prefix'"
+				n=$(tr -cd '\0' <"$qfiles" | wc -c)
+				((n == quorum_keys)) ||
+					fail "the mount shows $n files of $quorum_keys"
+			fi
+			time_ms "${qcat//@MNT@/$MNT}" >/dev/null ||
+				fail "cat on $sys failed"
+			stats_begin
+			run_etcdfs qcat.warm "$qcat" "$sys"
+			stats_end qcat.warm "$sys" "$quorum_keys"
+			mnt_down || fail "unmount failed"
+		done
+	done
 fi
 
 # --- 6. memory ---

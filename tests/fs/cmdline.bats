@@ -45,6 +45,24 @@ load ../lib/cmdline
 	not_mounted "$MNT"
 }
 
+@test "--help names the extended attributes and what writing one does" {
+	local name
+
+	run --separate-stderr "$ETCDFS" --help
+	[ "$status" -eq 0 ]
+	for name in user.etcd.resourceVersion user.etcd.lease user.etcd.pin \
+		user.etcd.ttl user.etcd.history user.k8s.apiVersion \
+		user.k8s.kind user.etcd.stats; do
+		if ! grep -qE -- "(^|[ ,])$name([ ,:]|$)" <<<"$output"; then
+			echo "--help does not name $name" >&2
+			return 1
+		fi
+	done
+	# a time to live is set, and made permanent again, with setfattr
+	grep -qE -- '^ +user\.etcd\.ttl +.*seconds' <<<"$output"
+	grep -qE -- 'setfattr -x' <<<"$output"
+}
+
 @test "--version names etcdfs, libfuse, libcurl and jansson and exits 0" {
 	for flag in --version -V; do
 		run --separate-stderr "$ETCDFS" "$flag"
@@ -103,6 +121,26 @@ load ../lib/cmdline
 	done
 	expect_failure "^etcdfs: bad value for 'temp_names': 'tmp/\\*': a pattern matches one name, without '/'$" \
 		-o "endpoints=$ETCD_ENDPOINT,temp_names=tmp/*" "$MNT"
+}
+
+@test "a codec that cannot be run, or a codec_prefix without one, is refused" {
+	local codec=$TESTS_DIR/lib/testcodec
+
+	expect_failure "^etcdfs: bad value for 'codec': '/no/such/codec': no such executable file$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec=/no/such/codec" "$MNT"
+	expect_failure "^etcdfs: bad value for 'codec': 'no-such-codec-here': not found in PATH$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec=no-such-codec-here" "$MNT"
+	# a file that is not executable
+	expect_failure "^etcdfs: bad value for 'codec': '$TESTS_DIR/lib/mount.bash': no such executable file$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec=$TESTS_DIR/lib/mount.bash" "$MNT"
+	expect_failure "^etcdfs: bad value for 'codec': '': a program's path or name$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec=" "$MNT"
+	expect_failure "^etcdfs: bad value for 'codec': '$codec decode': a program's path or name, without arguments$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec=$codec decode" "$MNT"
+	expect_failure "^etcdfs: 'codec_prefix=' needs 'codec=PROG'$" \
+		-o "endpoints=$ETCD_ENDPOINT,codec_prefix=/registry/" "$MNT"
+	expect_failure "^etcdfs: bad value for 'codec_prefix': '/other/': no key of the mount's prefix '/registry/' starts with it$" \
+		-o "endpoints=$ETCD_ENDPOINT,prefix=/registry,codec=$codec,codec_prefix=/other/" "$MNT"
 }
 
 @test "a mountpoint that does not exist is refused" {

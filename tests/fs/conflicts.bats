@@ -196,13 +196,13 @@ done
 exit 0
 '
 
-@test "8 scripts incrementing one counter 50 times each end at 400" {
+@test "8 scripts incrementing one counter 25 times each end at 200" {
 	local i pids=() failed=0
 	kv_put /counter 0
 	printf '%s' "$COUNTER_SCRIPT" >"$BATS_TEST_TMPDIR/incr.sh"
 
 	for ((i = 0; i < 8; i++)); do
-		timeout 300 bash "$BATS_TEST_TMPDIR/incr.sh" "$MNT/counter" 50 \
+		timeout 300 bash "$BATS_TEST_TMPDIR/incr.sh" "$MNT/counter" 25 \
 			>"$BATS_TEST_TMPDIR/incr.$i.log" 2>&1 3>&- &
 		pids+=($!)
 	done
@@ -214,9 +214,9 @@ exit 0
 		fi
 	done
 	[ "$failed" -eq 0 ]
-	[ "$(kv_get /counter)" = 400 ]
-	[ "$(kv_meta /counter version)" -eq 401 ]
-	[ "$(cat "$MNT/counter")" = 400 ]
+	[ "$(kv_get /counter)" = 200 ]
+	[ "$(kv_meta /counter version)" -eq 201 ]
+	[ "$(cat "$MNT/counter")" = 200 ]
 }
 
 @test "the counter script without its pin loses updates (the test can fail)" {
@@ -229,12 +229,12 @@ exit 0
 	printf '%s' "$script" >"$BATS_TEST_TMPDIR/incr.sh"
 
 	for ((i = 0; i < 8; i++)); do
-		timeout 300 bash "$BATS_TEST_TMPDIR/incr.sh" "$MNT/counter" 50 \
+		timeout 300 bash "$BATS_TEST_TMPDIR/incr.sh" "$MNT/counter" 25 \
 			>/dev/null 2>&1 3>&- &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do
 		wait "$i" || true
 	done
-	[ "$(kv_get /counter)" -lt 400 ]
+	[ "$(kv_get /counter)" -lt 200 ]
 }

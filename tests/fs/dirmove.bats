@@ -6,7 +6,8 @@
 # etcdctl (or /v2/keys) checks what etcd holds and at how many revisions.
 # The conflict case holds the mount's watch ($ETCDFS_TEST_HOLD_WATCH, see
 # fs/live.c), so that another client's put is in etcd and not yet in the
-# mount when mv runs.
+# mount when mv runs.  The lost answer's case freezes etcd (SIGSTOP) past
+# the mount's request timeout, and lets it go before the settling ends.
 
 load ../lib/mount
 
@@ -20,6 +21,9 @@ setup()
 teardown()
 {
 	rm -f "$HOLD"
+	if [[ -n ${ETCD_FROZEN-} ]]; then
+		kill -CONT "$ETCD_FROZEN" 2>/dev/null
+	fi
 	fs_live_teardown
 }
 
@@ -268,4 +272,78 @@ except OSError as e:
 	[ "$(kv_get /empty/k02)" = v02 ]
 	kv_absent /a/k01
 	[ "$(cat "$MNT/empty/k01")" = v01 ]
+}
+
+@test "a file made or a directory renamed in a directory whose rename is in flight takes the new prefix" {
+	local mvpid tpid rpid dir ino
+	fill /d 3
+	kv_put /d/sub/x o
+	fs_wait_value "$MNT/d/k03" v03
+	fs_wait_value "$MNT/d/sub/x" o
+	ino=$(stat -c %i "$MNT/d/sub/x")
+	if ! fs_v2; then
+		# etcd frozen: the rename's transaction waits in flight, the
+		# mount's lock dropped, while a file is made in the directory
+		ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
+		kill -STOP "$ETCD_FROZEN"
+	fi
+	mv "$MNT/d" "$MNT/e" &
+	mvpid=$!
+	sleep 0.5
+	# v2 copies key by key: there the file is made once mv is done
+	fs_v2 && wait "$mvpid"
+	fs_v2 && dir=e || dir=d
+	echo new >"$MNT/$dir/new" &
+	tpid=$!
+	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
+	rpid=$!
+	sleep 0.5
+	if ! fs_v2; then
+		kill -CONT "$ETCD_FROZEN"
+		ETCD_FROZEN=
+	fi
+	fs_v2 || wait "$mvpid"
+	wait "$tpid"
+	wait "$rpid"
+	[ "$(kv_get /e/new)" = new ]
+	[ "$(kv_get /e/sub2/x)" = o ]
+	kv_absent /d/new
+	[ -z "$(kv_keys /d/)" ]
+	[ "$(cat "$MNT/e/new")" = new ]
+	[ "$(cat "$MNT/e/sub2/x")" = o ]
+	[ ! -e "$MNT/e/sub" ]
+	# the subdirectory's rename waited for its parent's and was one
+	# transaction too (not mv's copy): the file kept its inode
+	fs_v2 || [ "$(stat -c %i "$MNT/e/sub2/x")" = "$ino" ]
+	[ ! -e "$MNT/d" ]
+	[ "$(kv_get /e/k01)" = v01 ]
+}
+
+@test "mv of a directory whose answer is lost is settled: one revision, mv succeeds" {
+	local rev before mvpid st=0
+	fs_v2 && return 0	# v2 copies key by key: no transaction to lose
+	fs_unmount
+	fs_mount request_timeout=1s
+	fill /d 5
+	fs_wait_value "$MNT/d/k05" v05
+	before=$(dump_under /d)
+	rev=$(kv_rev)
+	# etcd frozen: the transaction's answer does not come within the
+	# request timeout, and etcd answers again before the settling ends
+	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
+	kill -STOP "$ETCD_FROZEN"
+	mv "$MNT/d" "$MNT/e" 2>"$BATS_TEST_TMPDIR/mv.err" &
+	mvpid=$!
+	sleep 1.5
+	kill -CONT "$ETCD_FROZEN"
+	ETCD_FROZEN=
+	wait "$mvpid" || st=$?
+	cat "$BATS_TEST_TMPDIR/mv.err"
+	[ "$st" -eq 0 ]
+	[ "$(dump_under /e)" = "$before" ]
+	[ -z "$(dump_under /d)" ]
+	[ "$(kv_rev)" -eq $((rev + 1)) ]
+	[ "$(cat "$MNT/e/k03")" = v03 ]
+	[ ! -e "$MNT/d" ]
+	wait_mirror_equal
 }

@@ -137,3 +137,31 @@ if kvs:
 	[ "$status" -ne 0 ]
 	[[ $output == *"No such attribute"* ]]
 }
+
+@test "a put between getxattr's size probe and its read gives no ERANGE" {
+	kv_put /k one
+	kv_put /k two
+	# getfattr's protocol: ask the size (a NULL buffer), then read with a
+	# buffer of that size; another client's put comes in between
+	run fs_try '
+		import ctypes
+		libc = ctypes.CDLL(None, use_errno=True)
+		p = args[0].encode()
+		name = b"user.etcd.history"
+		n = libc.getxattr(p, name, None, 0)
+		if n <= 0:
+			raise OSError(ctypes.get_errno(), "size probe")
+		kv_put(b"/k", b"three")
+		buf = ctypes.create_string_buffer(n)
+		got = libc.getxattr(p, name, buf, n)
+		if got < 0:
+			raise OSError(ctypes.get_errno(), "read")
+		lines = buf.raw[:got].decode().splitlines()
+		if got != n or len(lines) != 2:
+			raise SystemExit("%d bytes of %d: %r" % (got, n, lines))
+		# the next read asks etcd again
+		if len(os.getxattr(args[0], name).decode().splitlines()) != 3:
+			raise SystemExit("the third revision is not listed")' "$MNT/k"
+	echo "$output"
+	[ "$output" = OK ]
+}

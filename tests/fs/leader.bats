@@ -5,33 +5,40 @@
 #
 # A three-member etcd cluster on loopback (tests/lib/cluster.sh), mounted
 # with all three endpoints.  Eight scripts run the README's pinned
-# read-modify-write loop on one counter, 50 increments each, while the
+# read-modify-write loop on one counter, 25 increments each, while the
 # leader is SIGKILLed twice: once when it is the member the mount talks to
 # (its connections reset, requests that went out get no answer), once when
 # the mount talks to a follower (which answers etcd's own errors for the
 # requests it had forwarded).  Each killed member is started again before
 # the next kill, so the cluster keeps quorum.  A commit whose answer was
-# lost must be reported as what etcd did: the counter ends at exactly 400,
-# in each of 5 runs (5 tests, each with a cluster and a mount of its
-# own).  ETCDFS_API=v2 runs the same over the v2 keys API.
+# lost must be reported as what etcd did: the counter ends at exactly 200,
+# in each run (a test each, with a cluster and a mount of its own).
+# ETCDFS_API=v2 runs the same over the v2 keys API.
 #
-# Wall time: 50-85 s a run, 4 to 7 minutes for the file and a backend
-# (249 s and 415 s measured on a 2-core machine shared with other builds);
-# the 400 increments through getfattr, cat, setfattr and cat, with the
-# conflicts of eight writers, dominate, not the kills.
+# Wall time: the increments through getfattr, cat, setfattr and cat, with
+# the conflicts of eight writers, dominate, not the kills: 50-85 s a run
+# with 50 increments a writer (249 s and 415 s for the file and a backend,
+# measured on a 2-core machine shared with other builds).  25 a writer
+# halve that and keep what matters: the two kills of each run, with eight
+# writers busy at each, and at least 25 increments between one kill, the
+# restart and the next (the suite runs this file alone, on each backend
+# and on etcd 3.4 and 3.5, so its length is the CI run's).
 #
 # It cannot choose which requests are in flight at the instant of a kill:
 # with eight writers on one key, some always are, but a run where none
-# lost its answer passes on any code.  Five runs of two kills make that
-# unlikely: before the fix, the loop ended at 401 in the second run of
-# both tries of the file.
+# lost its answer passes on any code.  Several runs of two kills make
+# that unlikely: before the fix, the loop ended at 401 in the second run
+# of both tries of the file.  A run takes 80-90 s on the CI's two cores,
+# alone: two runs on v3 over etcd 3.4, one on 3.5 and one over v2
+# (tests/meson.build), eight kills in all, keep the suite's length in
+# bounds.
 
 load ../lib/mount
 # shellcheck source=tests/lib/cluster.sh
 source "$TESTS_DIR/lib/cluster.sh"
 
 WRITERS=8
-PER_WRITER=50
+PER_WRITER=25
 
 setup()
 {
@@ -102,7 +109,7 @@ counter()
 	ETCDCTL_ENDPOINTS=$(live_endpoints) kv_get "$1"
 }
 
-# Waits until the counter $1 reaches $2 (or 60 s pass).
+# Waits until the counter $1 reaches $2 (or 180 s pass).
 counter_reaches()
 {
 	local start=$SECONDS n
@@ -110,7 +117,7 @@ counter_reaches()
 	while :; do
 		n=$(counter "$1" 2>/dev/null) || n=0
 		((n >= $2)) && return 0
-		if ((SECONDS - start > 60)); then
+		if ((SECONDS - start > 180)); then
 			echo "the counter stayed at $n, short of $2" >&2
 			return 1
 		fi
@@ -119,7 +126,9 @@ counter_reaches()
 }
 
 # The README's pinned loop, $2 times over, on the file $1; gives up after
-# $3 seconds (a test never hangs).  Prints how many increments it made.
+# $3 seconds (so that a test never hangs: far above a run's 80-100 s on
+# 2 busy cores; under more load, runs gave up at a bound of 120 s).
+# Prints how many increments it made.
 writer()
 {
 	local f=$1 want=$2 end=$((SECONDS + $3)) done=0 rev n
@@ -155,7 +164,7 @@ one_run()
 	cluster_make_leader "$CLUSTER_DIR" 3 "$m"
 	WRITER_PIDS=()
 	for ((k = 0; k < WRITERS; k++)); do
-		writer "$f" "$PER_WRITER" 120 >"$BATS_TEST_TMPDIR/w$k" \
+		writer "$f" "$PER_WRITER" 300 >"$BATS_TEST_TMPDIR/w$k" \
 			2>"$BATS_TEST_TMPDIR/w$k.err" &
 		WRITER_PIDS+=($!)
 	done
@@ -188,29 +197,17 @@ one_run()
 	[ "$(cat "$f")" -eq "$total" ]
 }
 
-# Five runs, each on a cluster and a mount of its own, so that each has
-# the whole of a test's time limit.
-@test "run 1: a leader SIGKILLed twice under eight pinned counter loops: exactly 400" {
+# Two runs, each on a cluster and a mount of its own, so that each has
+# the whole of a test's time limit (on etcd 3.5 and over v2 the suite
+# runs the first alone: tests/meson.build's fs_repeat_filter).
+@test "run 1: a leader SIGKILLed twice under eight pinned counter loops: exactly 200" {
 	fs_mount
 	one_run /c/counter
 }
 
-@test "run 2: a leader SIGKILLed twice under eight pinned counter loops: exactly 400" {
+@test "run 2: a leader SIGKILLed twice under eight pinned counter loops: exactly 200" {
 	fs_mount
 	one_run /c/counter
 }
 
-@test "run 3: a leader SIGKILLed twice under eight pinned counter loops: exactly 400" {
-	fs_mount
-	one_run /c/counter
-}
 
-@test "run 4: a leader SIGKILLed twice under eight pinned counter loops: exactly 400" {
-	fs_mount
-	one_run /c/counter
-}
-
-@test "run 5: a leader SIGKILLed twice under eight pinned counter loops: exactly 400" {
-	fs_mount
-	one_run /c/counter
-}

@@ -88,6 +88,34 @@ xattr()
 	findmnt -n -o OPTIONS "$PAST" | grep -Eq '(^|,)ro(,|$)'
 }
 
+@test "a past revision keeps each key's lease, creation and object kind; no time to live" {
+	local rev id made
+	id=$(etcdctl lease grant 600 | awk '$1 == "lease" { print $2 }')
+	etcdctl put --lease="$id" /leased v >/dev/null
+	kv_put /obj '{"apiVersion":"v1","kind":"ConfigMap"}'
+	kv_put /made x
+	made=$(kv_meta /made create_revision)
+	rev=$(kv_rev)
+	# since: the lease taken off, the key made again, the object another
+	etcdctl put /leased v >/dev/null
+	kv_del /made >/dev/null
+	kv_put /made y
+	kv_put /obj '{"apiVersion":"apps/v1","kind":"Deployment"}'
+	[ "$(kv_meta /leased lease)" = 0 ]
+
+	past_mount "$rev"
+	[ "$(xattr lease "$PAST/leased")" = "$id" ]
+	[ "$(xattr createRevision "$PAST/made")" = "$made" ]
+	[ "$(xattr createRevision "$MNT/made")" -gt "$made" ]
+	[ "$(getfattr --absolute-names --only-values -n user.k8s.kind "$PAST/obj")" = ConfigMap ]
+	[ "$(getfattr --absolute-names --only-values -n user.k8s.apiVersion "$PAST/obj")" = v1 ]
+	[ "$(getfattr --absolute-names --only-values -n user.k8s.kind "$MNT/obj")" = Deployment ]
+	# etcd keeps no past time to live, though the lease still runs
+	run getfattr --absolute-names -n user.etcd.ttl "$PAST/leased"
+	[ "$status" -ne 0 ]
+	[[ $output == *"No such attribute"* ]]
+}
+
 @test "a past revision refuses every change with EROFS" {
 	local rev before
 	kv_put /a one

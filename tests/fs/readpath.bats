@@ -166,3 +166,53 @@ overwrite_case()
 	[ "$(cat <&8)" = first ]
 	exec 8<&-
 }
+
+# ro_dir N: as put_dir, on a fresh read-only mount
+ro_dir()
+{
+	put_dir "$1"
+	fs_unmount
+	fs_mount ro
+}
+
+@test "-o ro: files open without a message; a warm cat of every file sends nothing at all" {
+	fs_setup
+	ro_dir 300
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	# the first open was answered ENOSYS, and the first flush: no more
+	[ "$(stat_of open)" -eq 1 ]
+	[ "$(stat_of flush)" -le 1 ]
+	[ "$(stat_of release)" -eq 0 ]
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "open $(delta open) read $(delta read) lookup $(delta lookup)"
+	[ "$(delta open)" -eq 0 ]
+	[ "$(delta flush)" -eq 0 ]
+	[ "$(delta release)" -eq 0 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta lookup)" -eq 0 ]
+	[ "$(delta getattr)" -le 1 ]
+}
+
+@test "-o ro: a file open for reading keeps its content across another client's change and deletion" {
+	fs_setup
+	kv_put /d/k first-value
+	kv_put /d/gone kept
+	fs_unmount
+	fs_mount ro
+	exec 8<"$MNT/d/k"
+	exec 9<"$MNT/d/gone"
+	# no page of them yet: what is read next comes from the daemon
+	kv_put /d/k second-and-longer
+	fs_wait_value "$MNT/d/k" second-and-longer
+	[ "$(stat -c %s "$MNT/d/k")" -eq 17 ]
+	[ "$(kv_del /d/gone)" = 1 ]
+	wait_for 5 test ! -e "$MNT/d/gone"
+	[ "$(cat <&8)" = first-value ]
+	[ "$(cat <&9)" = kept ]
+	exec 8<&- 9<&-
+	[ "$(cat "$MNT/d/k")" = second-and-longer ]
+	[ "$(stat_of release)" -eq 0 ]
+}

@@ -5,7 +5,9 @@
 #
 # On v3 a time to live is a lease granted by the mount and attached with
 # one compare-and-swap; on v2 it is the key's own TTL, put with prevIndex.
-# etcdctl (or /v2/keys) checks what etcd holds after each step.
+# etcdctl (or /v2/keys) checks what etcd holds after each step.  The case
+# of a lost answer mounts through tests/lib/tcp_proxy.py, which passes the
+# put (v3: the lease's grant) to etcd and drops its answer.
 
 load ../lib/mount
 
@@ -17,6 +19,11 @@ setup()
 teardown()
 {
 	fs_live_teardown
+	# a test's proxy goes after the mount that talked through it
+	if [[ -n ${PROXY_PROC-} ]]; then
+		kill -KILL "$PROXY_PROC" 2>/dev/null
+		wait "$PROXY_PROC" 2>/dev/null || true
+	fi
 }
 
 xattr()
@@ -188,4 +195,167 @@ etcd_leases()
 	run setfattr -x user.etcd.ttl "$MNT/k"
 	[[ $output == *"Read-only file system"* ]]
 	[ "$(etcd_ttl /k)" = 0 ]
+}
+
+# The hex id etcdctl prints of KEY's lease (v3): 16 digits, as its %016x
+lease_hex()
+{
+	printf '%016x\n' "$(kv_meta "$1" lease)"
+}
+
+@test "a new time to live, -v 0 or -x revokes the lease the mount granted before" {
+	local l1 l2 left
+	kv_put /k v
+	setfattr -n user.etcd.ttl -v 600 "$MNT/k"
+	fs_v2 || l1=$(lease_hex /k)
+	setfattr -n user.etcd.ttl -v 300 "$MNT/k"
+	left=$(etcd_ttl /k)
+	((left > 290 && left <= 300))
+	if ! fs_v2; then
+		l2=$(lease_hex /k)
+		[ "$l2" != "$l1" ]
+		# the first lease held nothing but this key: it is gone
+		[ "$(etcd_leases)" = "$l2" ]
+		run "$ETCDCTL_BIN" lease timetolive "$l1"
+		[[ $output == *"already expired"* ]]
+	fi
+	setfattr -n user.etcd.ttl -v 0 "$MNT/k"
+	[ "$(etcd_ttl /k)" = 0 ]
+	fs_v2 || [ -z "$(etcd_leases)" ]
+	setfattr -n user.etcd.ttl -v 600 "$MNT/k"
+	setfattr -x user.etcd.ttl "$MNT/k"
+	[ "$(etcd_ttl /k)" = 0 ]
+	fs_v2 || [ -z "$(etcd_leases)" ]
+	[ "$(kv_get /k)" = v ]
+}
+
+@test "a lease another client attached is left running when the mount moves the key off it" {
+	local lo lp
+	if fs_v2; then
+		# v2 has no leases: a key's TTL is its own
+		kv_put /o v
+		setfattr -n user.etcd.ttl -v 600 "$MNT/o"
+		setfattr -n user.etcd.ttl -v 0 "$MNT/o"
+		[ "$(etcd_ttl /o)" = 0 ]
+		return
+	fi
+	# one lease holding two keys, one holding only the key the mount
+	# changes: neither is the mount's to revoke
+	lo=$("$ETCDCTL_BIN" lease grant 600 | sed -n 's/^lease \([0-9a-f]*\) granted.*/\1/p')
+	lp=$("$ETCDCTL_BIN" lease grant 600 | sed -n 's/^lease \([0-9a-f]*\) granted.*/\1/p')
+	[ -n "$lo" ] && [ -n "$lp" ]
+	"$ETCDCTL_BIN" put --lease="$lo" /o v >/dev/null
+	"$ETCDCTL_BIN" put --lease="$lo" /o2 w >/dev/null
+	"$ETCDCTL_BIN" put --lease="$lp" /p x >/dev/null
+	fs_wait_value "$MNT/p" x
+	fs_wait_value "$MNT/o" v
+
+	setfattr -n user.etcd.ttl -v 300 "$MNT/o"
+	setfattr -n user.etcd.ttl -v 0 "$MNT/p"
+	[ "$(etcd_ttl /p)" = 0 ]
+	"$ETCDCTL_BIN" lease timetolive --keys "$lo" | grep -q '/o2'
+	run "$ETCDCTL_BIN" lease timetolive "$lp"
+	[[ $output != *"already expired"* ]]
+	[ "$(kv_get /o2)" = w ]
+	[ "$(lease_hex /o2)" = "$lo" ]
+	# then the mount's own lease goes when the key moves off it
+	setfattr -x user.etcd.ttl "$MNT/o"
+	[ "$(etcd_leases | sort)" = "$(printf '%s\n' "$lo" "$lp" | sort)" ]
+}
+
+@test "a refused time to live does not refuse the same process's next unlink" {
+	local r1
+	kv_put /k one
+	r1=$(kv_meta /k mod_revision)
+	kv_put /k two
+	fs_wait_value "$MNT/k" two
+
+	# fsetxattr is not retried by the kernel on ESTALE, so the refused
+	# set's retry guard is still up when the unlink comes; the unlink is
+	# pinned at a revision another client then replaces, so it must be
+	# ESTALE, and the key must stay
+	run fs_try '
+		p = args[0]
+		os.setxattr(p, "user.etcd.pin", args[1].encode())
+		fd = os.open(p, os.O_RDONLY)
+		try:
+			os.setxattr(fd, "user.etcd.ttl", b"600")
+			raise SystemExit("the set on a pinned old revision worked")
+		except OSError as e:
+			if e.errno != errno.ESTALE:
+				raise
+		os.close(fd)
+		rev = os.getxattr(p, "user.etcd.resourceVersion")
+		os.setxattr(p, "user.etcd.pin", rev)
+		kv_put(b"/k", b"three")
+		while read_all(p) != b"three":
+			time.sleep(0.01)
+		os.unlink(p)' "$MNT/k" "$r1"
+	echo "$output"
+	[ "$output" = ESTALE ]
+	[ "$(kv_get /k)" = three ]
+	[ "$(etcd_ttl /k)" = 0 ]
+}
+
+# proxy_tell COMMAND ANSWER: tells tests/lib/tcp_proxy.py COMMAND and
+# waits for ANSWER.
+proxy_tell()
+{
+	local line
+
+	echo "$1" >&"${PROXY[1]}"
+	read -r -t 30 line <&"${PROXY[0]}" && [[ $line == "$2" ]] || {
+		echo "the proxy answered '$1' with '$line', not '$2'" >&2
+		return 1
+	}
+}
+
+# stat_of NAME: the counter NAME of the root's user.etcd.stats
+stat_of()
+{
+	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" |
+		awk -v n="$1" '$1 == n { print $2 }'
+}
+
+@test "a time to live whose answer is lost is settled: one put, setfattr succeeds" {
+	local rev port pid line grants st=0
+	kv_put /k v
+	# the mount talks to etcd through a proxy that loses the answer of
+	# the set's first request: on v2 the put, on v3 the lease's grant,
+	# which the mount sends again with the lease id it chose (an idle
+	# mount sends nothing else: the stats below tell the grant was lost)
+	port=${ETCD_ENDPOINT##*:}
+	coproc PROXY {
+		exec python3 "$TESTS_DIR/lib/tcp_proxy.py" 0 "$port" 3>&-
+	}
+	PROXY_PROC=$PROXY_PID
+	read -r -t 10 port <&"${PROXY[0]}"
+	fs_unmount
+	ETCD_ENDPOINT=http://127.0.0.1:$port fs_mount request_timeout=5s
+	fs_wait_value "$MNT/k" v
+	rev=$(kv_meta /k mod_revision)
+	if fs_v2; then
+		proxy_tell "lose PUT" armed
+	else
+		etcd_leases >"$BATS_TEST_TMPDIR/before"
+		grants=$(stat_of etcd_requests_lease)
+		proxy_tell lose armed
+	fi
+	setfattr -n user.etcd.ttl -v 600 "$MNT/k" 2>"$BATS_TEST_TMPDIR/err" &
+	pid=$!
+	read -r -t 30 line <&"${PROXY[0]}"
+	[ "$line" = answered ]
+	proxy_tell cut cut
+	wait "$pid" || st=$?
+	cat "$BATS_TEST_TMPDIR/err"
+	[ "$st" -eq 0 ]
+	[ "$(kv_get /k)" = v ]
+	[ "$(kv_meta /k mod_revision)" -eq $((rev + 1)) ]
+	(($(etcd_ttl /k) > 590))
+	[ "$(xattr resourceVersion "$MNT/k")" = "$(kv_meta /k mod_revision)" ]
+	fs_v2 && return
+	# the grant sent twice, and one lease more: the key's
+	[ "$(stat_of etcd_requests_lease)" -eq $((grants + 2)) ]
+	[ "$(etcd_leases | grep -vxFf "$BATS_TEST_TMPDIR/before")" = \
+		"$(printf '%016x' "$(kv_meta /k lease)")" ]
 }

@@ -325,6 +325,43 @@ long ctl_range_requests(void)
 	return (long)v;
 }
 
+char *ctl_lease_list(void)
+{
+	char *out = util_sh_out("%s lease list", ctl_cmd);
+	long n;
+
+	if (out && sscanf(out, "found %ld leases", &n) != 1) {
+		tap_diag("etcdctl lease list said '%s'", out);
+		free(out);
+		out = NULL;
+	}
+	return out;
+}
+
+long ctl_leases_new(const char *before, const char *now, int64_t *id)
+{
+	const char *p, *nl;
+	char line[32];
+	long n = 0;
+	size_t len;
+
+	*id = 0;
+	/* after "found N leases", one id a line, in 16 hex digits */
+	for (p = strchr(now, '\n'); p && *++p; p = nl) {
+		nl = strchr(p, '\n');
+		len = nl ? (size_t)(nl - p) : strlen(p);
+		if (len == 0 || len >= sizeof(line))
+			return -1;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (strstr(before, line))
+			continue;
+		n++;
+		*id = (int64_t)strtoull(line, NULL, 16);
+	}
+	return n;
+}
+
 /* ---- stores ---- */
 
 struct store *ctl_store_open(const char *prefix)

@@ -66,6 +66,14 @@ bool ctl_del(const char *key);
 int64_t ctl_revision(void);
 /* How many range requests etcd has served so far; -1 on error. */
 long ctl_range_requests(void);
+/*
+ * The leases etcd holds, as etcdctl lists them (malloc()ed), or NULL on
+ * error; and how many of those in @now are not in @before (two such
+ * lists), the last of them in *@id, or -1 if @now is not such a list.
+ * Leases that ran out between the two are not counted.
+ */
+char *ctl_lease_list(void);
+long ctl_leases_new(const char *before, const char *now, int64_t *id);
 
 /* A v3 store of @prefix on ctl_endpoint, with a diagnostic if it fails. */
 struct store *ctl_store_open(const char *prefix);

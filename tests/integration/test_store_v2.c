@@ -2,8 +2,8 @@
  * test_store_v2.c - the store (helper/store.h) with api = STORE_API_V2,
  * against a real etcd serving the v2 keys API: configuration, single and
  * odd keys, lists, keys and directories, deletes, the guaranteed update and
- * its bound, what v2 cannot do, the cluster, v2 switched off, auth,
- * directories
+ * its bound, an answer lost on the way, what v2 cannot do, the cluster, v2
+ * switched off, auth, directories
  *
  * Runs under tests/lib/with-etcd with WITH_ETCD_ARGS=--enable-v2=true,
  * which gives it a private etcd in ETCDFS_TEST_ENDPOINTS and a scratch dir
@@ -13,9 +13,11 @@
  *
  * The cases that need another etcd (v2 off, v2 auth) start it through
  * tests/lib/etcd.sh (found through TESTS_DIR) and stop it before returning,
- * pass or fail.  What it cannot test: clusters of several members, and a
- * peer that vanishes in the middle of a request (test_members.c and
- * test_leader.c run both backends).
+ * pass or fail.  An answer is lost by tests/lib/tcp_proxy.py, which passes
+ * a request to etcd and drops the answer (or drops the request).  What it
+ * cannot test: clusters of several members, and a peer that vanishes in
+ * the middle of a request (test_members.c and test_leader.c run both
+ * backends).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -382,6 +384,58 @@ static bool test_update_basic(void)
 	return true;
 }
 
+/*
+ * An update whose answer is lost on a kept-alive connection is not sent
+ * again behind the store's back (libcurl would, on a fresh connection,
+ * and the copy's refused compare would read as another client's write):
+ * the store settles it, and it is applied once.
+ */
+static bool update_lost_cases(struct util_proxy *px)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V2,
+		.endpoints = px->url,
+		.prefix = "/t/ul/",
+		.request_timeout_ms = 8000,
+	};
+	struct store_error err = { 0 };
+	struct store_stats st;
+	struct store *s;
+	int64_t rev;
+	bool lost;
+	int rc;
+
+	CHECK(v2keys_put("/t/ul/n", "5"));
+	s = util_store_open(&cfg);
+	CHECK(s);
+	/* the connection the update's put goes on is a kept-alive one */
+	rc = store_revision(s, &rev, &err);
+	if (rc == 0 && !util_proxy_lose(px, "lose PUT", NULL))
+		rc = STORE_EINTERNAL;
+	if (rc == 0)
+		rc = store_guaranteed_update(s, S("n"), false, NULL, NULL,
+					     util_incr_fn, NULL, NULL, &err);
+	lost = util_proxy_lost(px);
+	store_stats(s, &st);
+	store_free(s);
+	CHECK(lost);
+	CHECK_RC(rc, STORE_OK);
+	CHECK(v2keys_has(S("/t/ul/n"), S("6")));
+	CHECK(st.requests[STORE_REQ_WRITE] == 1);
+	return true;
+}
+
+static bool test_update_lost(void)
+{
+	struct util_proxy px;
+	bool ok;
+
+	CHECK(util_proxy_start(&px, v2keys_endpoint, 0));
+	ok = update_lost_cases(&px);
+	util_proxy_stop(&px);
+	return ok;
+}
+
 /* ---- what v2 cannot do ---- */
 
 static bool test_unsupported(void)
@@ -403,6 +457,174 @@ static bool test_unsupported(void)
 	CHECK(v2keys_lacks(S("/t/nosup/to")));
 	store_free(s);
 	return true;
+}
+
+/* ---- times to live ---- */
+
+/* A v2 store of /t/ttl/ on @endpoints: room for a proxy to hold a request. */
+static struct store *ttl_store(const char *endpoints)
+{
+	struct store_config cfg = {
+		.api = STORE_API_V2,
+		.endpoints = endpoints,
+		.prefix = "/t/ttl/",
+		.request_timeout_ms = 8000,
+	};
+
+	return util_store_open(&cfg);
+}
+
+/* etcd holds /t/ttl/@key = @value with a time to live in (@lo, @hi]. */
+static bool ttl_is(const char *key, const char *value, int64_t lo, int64_t hi,
+		   int64_t mod)
+{
+	char *full = util_fmt("/t/ttl/%s", key);
+	struct v2keys_kv w;
+	bool ok;
+
+	CHECK(v2keys_get(full, strlen(full), &w) == 1);
+	ok = util_mem_is(w.value, w.value_len, value, strlen(value)) &&
+	     w.ttl > lo && w.ttl <= hi && (!mod || w.mod == mod);
+	if (!ok)
+		tap_diag("'%s' = '%s', ttl %lld, index %lld", full,
+			 util_show(w.value, w.value_len), (long long)w.ttl,
+			 (long long)w.mod);
+	v2keys_kv_release(&w);
+	free(full);
+	return ok;
+}
+
+static bool test_ttl(void)
+{
+	struct store_error err = { 0 };
+	struct store_kv out = { 0 };
+	struct store *s = ttl_store(v2keys_endpoint);
+	int64_t mod, ttl = 0;
+
+	CHECK(s);
+	mod = v2keys_put("/t/ttl/k", "v");
+	CHECK_RC(store_set_ttl(s, S("k"), mod, 60, &out, &err), STORE_OK);
+	CHECK(out.mod_revision > mod && util_kv_is(&out, S("k"), S("v")));
+	CHECK(ttl_is("k", "v", 55, 60, out.mod_revision));
+	CHECK_RC(store_key_ttl(s, S("k"), 0, &ttl, &err), STORE_OK);
+	CHECK(ttl > 55 && ttl <= 60);
+	CHECK_RC(store_set_ttl(s, S("k"), mod, 30, NULL, &err),
+		 STORE_EPRECONDITION);
+	mod = out.mod_revision;
+	store_kv_release(&out);
+	CHECK_RC(store_set_ttl(s, S("k"), mod, 0, &out, &err), STORE_OK);
+	CHECK(ttl_is("k", "v", -1, 0, out.mod_revision));
+	store_kv_release(&out);
+	store_free(s);
+	return true;
+}
+
+/*
+ * store_set_ttl of /t/ttl/@key through @px, which loses the answer in
+ * @mode and runs @meanwhile before the client sees it lost: what it
+ * returned, the writes it sent in *@writes.
+ */
+static int ttl_lost(struct util_proxy *px, const char *mode,
+		    const char *meanwhile, const char *key, int64_t mod,
+		    int64_t ttl, struct store_kv *out, uint64_t *writes,
+		    struct store_error *err)
+{
+	struct store_stats st;
+	struct store *s = ttl_store(px->url);
+	int64_t rev;
+	int rc;
+
+	if (!s)
+		return STORE_EINTERNAL;
+	/* connected first: the lost request is the time to live's */
+	rc = store_revision(s, &rev, err);
+	if (rc == 0 && !util_proxy_lose(px, mode, meanwhile))
+		rc = STORE_EINTERNAL;
+	if (rc == 0) {
+		rc = store_set_ttl(s, key, strlen(key), mod, ttl, out, err);
+		if (!util_proxy_lost(px)) {
+			tap_diag("the proxy did not '%s' the put", mode);
+			rc = rc ? rc : STORE_EINTERNAL;
+		}
+	}
+	store_stats(s, &st);
+	*writes = st.requests[STORE_REQ_WRITE];
+	store_free(s);
+	return rc;
+}
+
+/* A command that puts @value at /t/ttl/@key, as another client. */
+static char *ttl_put_cmd(const char *key, const char *value)
+{
+	return util_fmt("curl -sf -X PUT '%s/v2/keys/t/ttl/%s' "
+			"-d value=%s >/dev/null", v2keys_endpoint, key, value);
+}
+
+/*
+ * A time to live whose answer was lost is settled by the first change
+ * of the key after the revision it was set on: that set (applied: done,
+ * even when another client changed the key again since), another change
+ * (a conflict: it can never be applied), or none (not applied: sent once
+ * more).
+ */
+static bool ttl_lost_cases(struct util_proxy *px)
+{
+	struct store_error err = { 0 };
+	struct store_kv out = { 0 };
+	uint64_t writes = 0;
+	int64_t mod;
+	char *cmd;
+
+	mod = v2keys_put("/t/ttl/a", "v");
+	CHECK_RC(ttl_lost(px, "lose PUT", NULL, "a", mod, 600, &out, &writes,
+			  &err), STORE_OK);
+	CHECK(writes == 1 && out.mod_revision > mod);
+	CHECK(ttl_is("a", "v", 590, 600, out.mod_revision));
+	/* and detached */
+	mod = out.mod_revision;
+	store_kv_release(&out);
+	CHECK_RC(ttl_lost(px, "lose PUT", NULL, "a", mod, 0, &out, &writes,
+			  &err), STORE_OK);
+	CHECK(writes == 1 && ttl_is("a", "v", -1, 0, out.mod_revision));
+	store_kv_release(&out);
+
+	mod = v2keys_put("/t/ttl/b", "v");
+	CHECK_RC(ttl_lost(px, "swallow PUT", NULL, "b", mod, 600, &out, &writes,
+			  &err), STORE_OK);
+	CHECK(writes == 2 && ttl_is("b", "v", 590, 600, out.mod_revision));
+	store_kv_release(&out);
+
+	/* another client's put came first: it was not applied */
+	mod = v2keys_put("/t/ttl/c", "v");
+	cmd = ttl_put_cmd("c", "theirs");
+	CHECK_RC(ttl_lost(px, "swallow PUT", cmd, "c", mod, 600, &out, &writes,
+			  &err), STORE_EPRECONDITION);
+	free(cmd);
+	CHECK(writes == 1 && ttl_is("c", "theirs", -1, 0, 0));
+
+	/* applied, then another client put the same value without one */
+	mod = v2keys_put("/t/ttl/d", "v");
+	cmd = ttl_put_cmd("d", "v");
+	CHECK_RC(ttl_lost(px, "lose PUT", cmd, "d", mod, 600, &out, &writes,
+			  &err), STORE_OK);
+	free(cmd);
+	CHECK(writes == 1 && out.mod_revision > mod);
+	CHECK(ttl_is("d", "v", -1, 0, 0) && v2keys_mod("/t/ttl/d") >
+	      out.mod_revision);
+	store_kv_release(&out);
+
+	return true;
+}
+
+static bool test_ttl_lost(void)
+{
+	struct util_proxy px;
+	bool ok;
+
+	CHECK(util_proxy_start(&px, v2keys_endpoint, 0));
+	ok = ttl_lost_cases(&px);
+	util_proxy_stop(&px);
+	return ok;
 }
 
 /* ---- the cluster ---- */
@@ -561,7 +783,10 @@ int main(void)
 	TAP_RUN(test_key_or_directory);
 	TAP_RUN(test_delete_stale_precondition);
 	TAP_RUN(test_update_basic);
+	TAP_RUN(test_update_lost);
 	TAP_RUN(test_unsupported);
+	TAP_RUN(test_ttl);
+	TAP_RUN(test_ttl_lost);
 	TAP_RUN(test_v2_off);
 	TAP_RUN(test_auth);
 	TAP_RUN(test_dirs);

@@ -201,83 +201,6 @@ out:
 	return ok;
 }
 
-/* ---- a TCP proxy that can be cut, to lose a watch's connection ---- */
-
-struct proxy {
-	pid_t pid;
-	int port;
-	char url[64];
-};
-
-/* Starts tests/lib/tcp_proxy.py on @port (0: any) before the main etcd. */
-static bool proxy_start(struct proxy *p, int port)
-{
-	char script[PATH_MAX], sport[16], starget[16], line[32] = "";
-	const char *colon = strrchr(v2keys_endpoint, ':');
-	int fds[2];
-	ssize_t n;
-
-	if (!colon || pipe(fds) != 0)
-		return false;
-	snprintf(script, sizeof(script), "%s/lib/tcp_proxy.py", util_tests_dir);
-	snprintf(sport, sizeof(sport), "%d", port);
-	snprintf(starget, sizeof(starget), "%s", colon + 1);
-	fflush(stdout);
-	p->pid = fork();
-	if (p->pid < 0)
-		return false;
-	if (p->pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		close(fds[1]);
-		execlp("python3", "python3", script, sport, starget,
-		       (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	/* the port and its newline may come in two writes */
-	for (n = 0; (size_t)n < sizeof(line) - 1 && !strchr(line, '\n');) {
-		ssize_t got = read(fds[0], line + n, sizeof(line) - 1 -
-				   (size_t)n);
-
-		if (got <= 0)
-			break;
-		n += got;
-		line[n] = '\0';
-	}
-	close(fds[0]);
-	if (n > 0) {
-		char *end;
-		long v;
-
-		errno = 0;
-		v = strtol(line, &end, 10);
-		p->port = (errno || end == line || *end != '\n' || v <= 0 ||
-			   v > 65535) ? 0 : (int)v;
-	}
-	if (p->port <= 0) {
-		tap_diag("the proxy did not start (read %zd: '%s', %s)", n,
-			 util_show(line, n > 0 ? (size_t)n : 0),
-			 n < 0 ? strerror(errno) : "");
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, NULL, 0);
-		p->pid = 0;
-		return false;
-	}
-	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", p->port);
-	return true;
-}
-
-/* Kills the proxy: every connection through it is cut at once. */
-static void proxy_kill(struct proxy *p)
-{
-	if (p->pid > 0) {
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, NULL, 0);
-	}
-	p->pid = 0;
-}
-
 /*
  * A watch whose connection is lost reports it, retries, and resumes after
  * the last event it gave: what was written meanwhile comes, once, in order.
@@ -290,14 +213,14 @@ static bool test_watch_resumes(void)
 	};
 	struct store_error err = { 0 };
 	struct store_watch *w = NULL;
-	struct proxy px = { 0 };
+	struct util_proxy px = { .in = -1, .out = -1 };
 	struct util_evlog log;
 	struct store *s = NULL;
 	size_t errors = 0, puts = 0, i;
 	bool ok = false;
 
 	util_evlog_init(&log);
-	if (!proxy_start(&px, 0))
+	if (!util_proxy_start(&px, v2keys_endpoint, 0))
 		goto out;
 	cfg.endpoints = px.url;
 	s = util_store_open(&cfg);
@@ -308,13 +231,13 @@ static bool test_watch_resumes(void)
 	}
 	if (!v2keys_put("/t/w6/a", "1") || util_evlog_wait(&log, 1, 10000) < 1)
 		goto out;
-	proxy_kill(&px);
+	util_proxy_stop(&px);
 	if (!v2keys_put("/t/w6/b", "2") || !v2keys_put("/t/w6/c", "3"))
 		goto out;
 	/* the watch notices: an error, retried with back-off */
 	if (util_evlog_wait(&log, 2, 10000) < 2)
 		goto out;
-	if (!proxy_start(&px, px.port))
+	if (!util_proxy_start(&px, v2keys_endpoint, px.port))
 		goto out;
 	for (i = 0; i < 100; i++) {
 		pthread_mutex_lock(&log.lock);
@@ -352,7 +275,7 @@ static bool test_watch_resumes(void)
 out:
 	store_watch_stop(w);
 	store_free(s);
-	proxy_kill(&px);
+	util_proxy_stop(&px);
 	util_evlog_release(&log);
 	return ok;
 }

@@ -200,6 +200,65 @@ static bool test_watch_prefix_isolation(void)
 	return ok;
 }
 
+/* ---- progress on request ---- */
+
+struct progress_log {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int64_t rev;		/* the newest progress revision */
+};
+
+static void on_progress(void *arg, const struct store_event *ev)
+{
+	struct progress_log *p = arg;
+
+	if (ev->type != STORE_EV_PROGRESS)
+		return;
+	pthread_mutex_lock(&p->lock);
+	if (ev->revision > p->rev)
+		p->rev = ev->revision;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/*
+ * store_watch_progress: a change outside the prefix brings no event, but
+ * a progress event at its revision or later comes soon after asking (the
+ * watch's own progress requests come only after 10 s of quiet).
+ */
+static bool test_watch_progress_request(void)
+{
+	struct store_error err = { 0 };
+	struct store_watch *w = NULL;
+	struct progress_log p = { .rev = 0 };
+	struct store *s = ctl_store_open("/t/w7/");
+	long long until;
+	int64_t r0 = 0, r1 = 0;
+	bool ok;
+
+	CHECK(s);
+	pthread_mutex_init(&p.lock, NULL);
+	pthread_cond_init(&p.cond, NULL);
+	CHECK_RC(store_revision(s, &r0, &err), STORE_OK);
+	CHECK_RC(store_watch(s, "", 0, true, r0 + 1, on_progress, &p, &w,
+			     &err), STORE_OK);
+	CHECK(ctl_put("/t/w7-other/x", "1"));
+	CHECK_RC(store_revision(s, &r1, &err), STORE_OK);
+	until = util_now_ms() + 3000;
+	pthread_mutex_lock(&p.lock);
+	while (p.rev < r1 && util_now_ms() < until) {
+		pthread_mutex_unlock(&p.lock);
+		CHECK_RC(store_watch_progress(w), STORE_OK);
+		util_sleep_ms(100);
+		pthread_mutex_lock(&p.lock);
+	}
+	ok = p.rev >= r1;
+	pthread_mutex_unlock(&p.lock);
+	store_watch_stop(w);
+	store_free(s);
+	return ok;
+}
+
 /* ---- etcd restarted ---- */
 
 /*
@@ -433,6 +492,7 @@ int main(void)
 	TAP_RUN(test_watch_one_key_from_now);
 	TAP_RUN(test_watch_prefix_isolation);
 	TAP_RUN(test_watch_compacted);
+	TAP_RUN(test_watch_progress_request);
 	TAP_RUN(test_watch_after_restart);
 	return tap_done(0);
 }

@@ -607,16 +607,49 @@ static long garbage_port(int fd)
 	return port;
 }
 
-bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
-			size_t size)
+bool util_server_start(struct util_garbage *g, const char *const *argv)
 {
 	posix_spawn_file_actions_t fa;
-	char script[PATH_MAX], sizebuf[32];
-	const char *argv[8];
-	int fds[2], rc, i = 0;
+	int fds[2], rc;
 	long port;
 
 	memset(g, 0, sizeof(*g));
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return false;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		tap_diag("cannot start '%s': %s", argv[0], strerror(rc));
+		close(fds[0]);
+		g->pid = 0;
+		return false;
+	}
+	port = garbage_port(fds[0]);
+	close(fds[0]);
+	if (!port) {
+		tap_diag("'%s %s' printed no port", argv[0],
+			 argv[1] ? argv[1] : "");
+		kill(g->pid, SIGTERM);
+		waitpid(g->pid, NULL, 0);
+		g->pid = 0;
+		return false;
+	}
+	g->port = (int)port;
+	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
+	return true;
+}
+
+bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
+			size_t size)
+{
+	char script[PATH_MAX], sizebuf[32];
+	const char *argv[8];
+	int i = 0;
+
 	snprintf(script, sizeof(script), "%s/lib/%s", util_tests_dir,
 		 h2 ? "grpc-garbage-server.py" : "garbage-server.py");
 	snprintf(sizebuf, sizeof(sizebuf), "%zu", size ? size : 1u << 20);
@@ -630,33 +663,7 @@ bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
 	argv[i++] = "--lifetime";
 	argv[i++] = "300";
 	argv[i] = NULL;
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return false;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	rc = posix_spawnp(&g->pid, argv[0], &fa, NULL, (char *const *)argv,
-			  environ);
-	posix_spawn_file_actions_destroy(&fa);
-	close(fds[1]);
-	if (rc != 0) {
-		tap_diag("cannot start '%s': %s", script, strerror(rc));
-		close(fds[0]);
-		g->pid = 0;
-		return false;
-	}
-	port = garbage_port(fds[0]);
-	close(fds[0]);
-	if (!port) {
-		tap_diag("garbage server '%s %s' printed no port", script,
-			 mode);
-		kill(g->pid, SIGTERM);
-		waitpid(g->pid, NULL, 0);
-		g->pid = 0;
-		return false;
-	}
-	g->port = (int)port;
-	snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%ld", port);
-	return true;
+	return util_server_start(g, argv);
 }
 
 void util_garbage_stop(struct util_garbage *g)
@@ -666,6 +673,186 @@ void util_garbage_stop(struct util_garbage *g)
 		waitpid(g->pid, NULL, 0);
 	}
 	g->pid = 0;
+}
+
+/* ---- a TCP proxy that loses answers ---- */
+
+/*
+ * The next line @p said, without its newline, into @line; false if none
+ * came within @ms.
+ */
+static bool proxy_line(struct util_proxy *p, char *line, size_t size, long ms)
+{
+	struct pollfd pfd = { .fd = p->out, .events = POLLIN };
+	long long until = util_now_ms() + ms;
+	char *nl;
+	ssize_t n;
+
+	while (!(nl = memchr(p->buf, '\n', p->len))) {
+		long left = (long)(until - util_now_ms());
+
+		if (p->len == sizeof(p->buf) || left <= 0 ||
+		    poll(&pfd, 1, (int)left) <= 0)
+			return false;
+		n = read(p->out, p->buf + p->len, sizeof(p->buf) - p->len);
+		if (n <= 0)
+			return false;
+		p->len += (size_t)n;
+	}
+	n = nl - p->buf < (ssize_t)size ? nl - p->buf : (ssize_t)size - 1;
+	memcpy(line, p->buf, (size_t)n);
+	line[n] = '\0';
+	p->len -= (size_t)(nl + 1 - p->buf);
+	memmove(p->buf, nl + 1, p->len);
+	return true;
+}
+
+/* Sends @p the command @cmd and waits for the line @want. */
+static bool proxy_tell(struct util_proxy *p, const char *cmd, const char *want)
+{
+	char line[128] = "";
+	size_t len = strlen(cmd);
+
+	if (write(p->in, cmd, len) != (ssize_t)len ||
+	    write(p->in, "\n", 1) != 1 ||
+	    !proxy_line(p, line, sizeof(line), 10000) || strcmp(line, want)) {
+		tap_diag("proxy: '%s' answered '%s', not '%s'", cmd, line,
+			 want);
+		return false;
+	}
+	return true;
+}
+
+bool util_proxy_start(struct util_proxy *p, const char *target, int port)
+{
+	posix_spawn_file_actions_t fa;
+	char script[PATH_MAX], sport[16], starget[16], line[32] = "";
+	const char *colon = strrchr(target, ':');
+	const char *argv[5];
+	int in[2], out[2], rc;
+	char *end;
+	long v;
+
+	memset(p, 0, sizeof(*p));
+	p->in = p->out = -1;
+	if (!colon)
+		return false;
+	snprintf(script, sizeof(script), "%s/lib/tcp_proxy.py", util_tests_dir);
+	snprintf(sport, sizeof(sport), "%d", port);
+	snprintf(starget, sizeof(starget), "%s", colon + 1);
+	argv[0] = "python3";
+	argv[1] = script;
+	argv[2] = sport;
+	argv[3] = starget;
+	argv[4] = NULL;
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return false;
+	if (pipe2(out, O_CLOEXEC) < 0) {
+		close(in[0]);
+		close(in[1]);
+		return false;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+	posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+	fflush(stdout);
+	rc = posix_spawnp(&p->pid, argv[0], &fa, NULL, (char *const *)argv,
+			  environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(out[1]);
+	p->in = in[1];
+	p->out = out[0];
+	if (rc != 0) {
+		tap_diag("cannot start '%s': %s", script, strerror(rc));
+		p->pid = 0;
+		util_proxy_stop(p);
+		return false;
+	}
+	if (proxy_line(p, line, sizeof(line), 10000)) {
+		errno = 0;
+		v = strtol(line, &end, 10);
+		if (!errno && end != line && !*end && v > 0 && v <= 65535)
+			p->port = (int)v;
+	}
+	if (!p->port) {
+		tap_diag("the proxy did not start (it said '%s')", line);
+		util_proxy_stop(p);
+		return false;
+	}
+	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", p->port);
+	return true;
+}
+
+void util_proxy_stop(struct util_proxy *p)
+{
+	if (p->losing)
+		util_proxy_lost(p);
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, NULL, 0);
+	}
+	p->pid = 0;
+	if (p->in >= 0)
+		close(p->in);
+	if (p->out >= 0)
+		close(p->out);
+	p->in = p->out = -1;
+	p->len = 0;
+}
+
+static void *proxy_lose_main(void *arg)
+{
+	struct util_proxy *p = arg;
+	const char *want = strncmp(p->mode, "lose", 4) ? "swallowed" :
+			   "answered";
+	char line[128] = "";
+
+	if (!proxy_line(p, line, sizeof(line), 30000) || strcmp(line, want)) {
+		tap_diag("proxy: no request came to %s (it said '%s')",
+			 p->mode, line);
+		return NULL;
+	}
+	if (p->meanwhile && util_sh("%s", p->meanwhile) != 0)
+		return NULL;
+	p->lost = proxy_tell(p, p->end, p->end);
+	return NULL;
+}
+
+static bool proxy_lose(struct util_proxy *p, const char *mode,
+		       const char *meanwhile, const char *end)
+{
+	if (p->losing || !proxy_tell(p, mode, "armed"))
+		return false;
+	p->mode = mode;
+	p->meanwhile = meanwhile;
+	p->end = end;
+	p->lost = false;
+	if (pthread_create(&p->thread, NULL, proxy_lose_main, p) != 0)
+		return false;
+	p->losing = true;
+	return true;
+}
+
+bool util_proxy_lose(struct util_proxy *p, const char *mode,
+		     const char *meanwhile)
+{
+	return proxy_lose(p, mode, meanwhile, "cut");
+}
+
+bool util_proxy_lose_reset(struct util_proxy *p, const char *mode,
+			   const char *meanwhile)
+{
+	return proxy_lose(p, mode, meanwhile, "reset");
+}
+
+bool util_proxy_lost(struct util_proxy *p)
+{
+	if (!p->losing)
+		return false;
+	pthread_join(p->thread, NULL);
+	p->losing = false;
+	return p->lost;
 }
 
 /* ---- the watchdog ---- */

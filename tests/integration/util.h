@@ -78,7 +78,65 @@ struct util_garbage {
 
 bool util_garbage_start(struct util_garbage *g, bool h2, const char *mode,
 			size_t size);
+/*
+ * Any such helper: runs @argv (NULL-terminated; argv[0] found in PATH),
+ * which must print the port it listens on, on 127.0.0.1, as its first
+ * line; false with a diagnostic if it does not within 10 s.
+ */
+bool util_server_start(struct util_garbage *g, const char *const *argv);
+/* Stops either by pid (SIGTERM) and reaps it. */
 void util_garbage_stop(struct util_garbage *g);
+
+/*
+ * tests/lib/tcp_proxy.py on 127.0.0.1:@port (0: any free port) to the
+ * port of @target (a URL or HOST:PORT on loopback), for the cases of a
+ * connection lost: util_proxy_stop() kills it by pid, which cuts every
+ * connection through it at once (it may then be started again on the
+ * same port), and util_proxy_lose() makes it lose the answer of one
+ * request.
+ */
+struct util_proxy {
+	pid_t pid;
+	int port;
+	char url[64];
+	int in, out;		/* its standard input and output */
+	char buf[256];		/* what it said that was not read yet */
+	size_t len;
+	/* util_proxy_lose's thread */
+	pthread_t thread;
+	bool losing;
+	const char *mode;
+	const char *meanwhile;
+	const char *end;	/* "cut" or "reset" */
+	bool lost;
+};
+
+bool util_proxy_start(struct util_proxy *p, const char *target, int port);
+void util_proxy_stop(struct util_proxy *p);
+
+/*
+ * Makes the proxy lose the answer of the next request sent through it:
+ * @mode "lose" (the server gets it and answers; the answer never comes
+ * back) or "swallow" (the server never gets it), and after a space what
+ * the request starts with, if it matters ("lose PUT": the next HTTP/1
+ * PUT; see tests/lib/tcp_proxy.py).  A thread waits for the
+ * request, runs the shell command @meanwhile (NULL: none) while the
+ * client still waits for its answer, and then cuts the connection, so
+ * that the client sees it reset after its request went out.
+ * util_proxy_lost() waits for that thread: true if the request came and
+ * its answer was lost as asked (a diagnostic if not).
+ */
+bool util_proxy_lose(struct util_proxy *p, const char *mode,
+		     const char *meanwhile);
+/*
+ * The same, but the client sees its connection reset (an RST) where
+ * util_proxy_lose's ends with a FIN: on HTTP/2, libcurl sends a request
+ * again by itself after a reset of a connection it reused, not after a
+ * FIN.
+ */
+bool util_proxy_lose_reset(struct util_proxy *p, const char *mode,
+			   const char *meanwhile);
+bool util_proxy_lost(struct util_proxy *p);
 
 #define UTIL_MAX_MEMBERS 5
 

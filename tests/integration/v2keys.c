@@ -157,6 +157,7 @@ int v2keys_get(const char *key, size_t key_len, struct v2keys_kv *out)
 	out->value_len = json_is_string(v) ? json_string_length(v) : 0;
 	out->mod = json_integer_value(json_object_get(node, "modifiedIndex"));
 	out->create = json_integer_value(json_object_get(node, "createdIndex"));
+	out->ttl = json_integer_value(json_object_get(node, "ttl"));
 	out->dir = json_is_true(json_object_get(node, "dir"));
 	reply_release(&r);
 	return 1;

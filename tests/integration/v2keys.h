@@ -29,6 +29,7 @@ struct v2keys_kv {
 	size_t value_len;
 	int64_t mod;		/* modifiedIndex */
 	int64_t create;		/* createdIndex */
+	int64_t ttl;		/* the seconds left; 0: none */
 	bool dir;
 };
 

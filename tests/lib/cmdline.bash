@@ -32,7 +32,7 @@ ETCDFS_OPTIONS=(endpoints prefix api cacert cert key user password_file ro
 	quorum nowatch connect_timeout request_timeout entry_timeout
 	attr_timeout uid gid umask notemp temp_names chmod_ok dial_timeout
 	command_timeout insecure_skip_tls_verify value_budget logfile revision
-	max_txn_ops)
+	max_txn_ops codec codec_prefix)
 
 # The backend: ETCDFS_API, v3 unless told.  API_ARGS go before the
 # options of every etcdfs the tests start, ETCD_ARGS to every etcd.

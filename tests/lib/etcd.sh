@@ -27,10 +27,16 @@
 #   etcd_start DIR [ETCD_ARGS...]
 #       Starts etcd with its data in DIR/data and its log in DIR/etcd.log;
 #       extra arguments go to etcd as they are (e.g. --auth-token simple
-#       --auth-token-ttl 2).  Waits up to $ETCD_START_TIMEOUT seconds
-#       (default 30) for /health to answer, else prints the log's tail,
-#       stops it and fails.  Records DIR/pid and DIR/endpoint and prints
-#       the endpoint (http://127.0.0.1:PORT).  DIR is created if needed.
+#       --auth-token-ttl 2), after its defaults, so they win.  Those are
+#       a heartbeat of 10 ms and an election timeout of 100 ms (etcd's
+#       own: 100 ms and 1 s): a lone member spends most of its start
+#       waiting for its first election (0.7 s of about 1 s, even with the
+#       ticks fast-forwarded), with no peers a short timeout can make it
+#       lose nothing, and every test starts one.  Waits up to
+#       $ETCD_START_TIMEOUT seconds (default 30) for /health to answer,
+#       else prints the log's tail, stops it and fails.  Records DIR/pid
+#       and DIR/endpoint and prints the endpoint (http://127.0.0.1:PORT).
+#       DIR is created if needed.
 #
 #   etcd_start_tls DIR CERTS [ETCD_ARGS...]
 #       As etcd_start, with an https endpoint that requires a client
@@ -211,6 +217,7 @@ _etcd_launch()
 	local logstart=1 n
 	local limit=${ETCD_START_TIMEOUT:-30}
 	local -a tls=()
+	local -a fast=(--heartbeat-interval=10 --election-timeout=100)
 
 	shift 3
 	if ! mkdir -p "$dir"; then
@@ -260,7 +267,7 @@ _etcd_launch()
 			--initial-cluster="test=http://127.0.0.1:$pport" \
 			--initial-cluster-state=new \
 			--logger=zap --log-outputs=stderr \
-			"${tls[@]}" "$@" \
+			"${fast[@]}" "${tls[@]}" "$@" \
 			</dev/null >>"$dir/etcd.log" 2>&1 3>&- 4>&- 5>&- \
 			6>&- 7>&- 8>&- 9>&- &
 		pid=$!

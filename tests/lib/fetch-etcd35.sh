@@ -14,7 +14,9 @@
 # the keyring are the ones this machine already trusts.
 #
 # Idempotent: a cache that already holds both binaries is reused without
-# asking the network.  It cannot work without a Debian mirror in the
+# asking the network.  Tests that start at the same time (meson test runs
+# the suite etcd35 in parallel) take turns on a lock file in CACHE, so
+# one of them fetches and the others wait for it and reuse its tree.  It cannot work without a Debian mirror in the
 # system's sources, nor on a machine whose apt has no trixie keys in its
 # keyring (bookworm's debian-archive-keyring has them).
 
@@ -33,6 +35,12 @@ mkdir -p "$cache" || die "cannot create '$cache'"
 cache=$(cd "$cache" && pwd) || exit 1
 bin=$cache/root/usr/bin
 
+if [[ -x $bin/etcd && -x $bin/etcdctl ]]; then
+	echo "$bin"
+	exit 0
+fi
+exec 9>"$cache/lock" || die "cannot open '$cache/lock'"
+flock 9 || die "cannot lock '$cache/lock'"
 if [[ -x $bin/etcd && -x $bin/etcdctl ]]; then
 	echo "$bin"
 	exit 0

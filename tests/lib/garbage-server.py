@@ -22,7 +22,10 @@
 #   badcount     a range reply with count and mod_revision not numbers
 #   oversized    a well-formed range reply of --size bytes (default 1 MiB)
 #   error500     500 with an HTML body
-#   nothttp      a line that is not HTTP at all
+#   nothttp      a line that is not HTTP at all, once the client has
+#                sent all it had (so the client reads it: a peer that
+#                closes while a request is still being written is the
+#                'close' mode's case, whose outcome the client cannot know)
 #   silent       reads the request and never answers
 #   close        closes each connection as soon as it is accepted
 
@@ -84,6 +87,17 @@ def read_request(conn, buf):
     return rest[length:]
 
 
+def drain(conn, idle=0.2):
+    """Reads what the peer sends until it has been idle for @idle s."""
+    conn.settimeout(idle)
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
+    conn.settimeout(None)
+
+
 def reply(conn, status, body, ctype=b'application/json', length=None):
     if length is None:
         length = len(body)
@@ -130,6 +144,7 @@ def serve(conn, mode, size, stop):
                       b'<html><body><h1>oops</h1></body></html>\n',
                       ctype=b'text/html')
             elif mode == 'nothttp':
+                drain(conn)
                 conn.sendall(b'SSH-2.0-OpenSSH_9.2 garbage\r\n')
                 return
     except OSError:

@@ -4,7 +4,8 @@
 # tests/lib/mount.bash, over /v2/keys
 #
 #   kv2.py put [--ttl SECS] KEY [VALUE] | get KEY | has KEY | absent KEY |
-#          meta KEY FIELD | keys [PREFIX] | keys_hex [PREFIX] | dump |
+#          meta KEY FIELD | metas PREFIX FIELD | keys [PREFIX] |
+#          keys_hex [PREFIX] | dump |
 #          rev | del [--prefix] KEY | history FIRST LAST
 #
 # Talks to the first of $ETCDCTL_ENDPOINTS.  Each command prints what the
@@ -123,6 +124,17 @@ def version(key):
     return v
 
 
+def meta(key, field):
+    """kv_meta's FIELD of @key, None if there is no such key."""
+    if field == "version":
+        return version(key)
+    n = node(key)
+    return None if n is None else {
+        "mod_revision": n["modifiedIndex"],
+        "create_revision": n["createdIndex"],
+        "lease": 0, "ttl": n.get("ttl", 0)}[field]
+
+
 def show(key):
     s = key.replace("\n", "\\n")
     return "".join(c if c.isprintable() or c == "\\" else
@@ -158,18 +170,13 @@ def main(cmd, args):
     elif cmd == "absent":
         return 0 if node(args[0]) is None else 1
     elif cmd == "meta":
-        key, field = args
-        if field == "version":
-            v = version(key)
-        else:
-            n = node(key)
-            v = None if n is None else {
-                "mod_revision": n["modifiedIndex"],
-                "create_revision": n["createdIndex"],
-                "lease": 0, "ttl": n.get("ttl", 0)}[field]
+        v = meta(*args)
         if v is None:
             return 1
         print(v)
+    elif cmd == "metas":
+        for n in under(args[0]):
+            print(show(n["key"]), meta(n["key"], args[1]))
     elif cmd in ("keys", "keys_hex"):
         for n in under(args[0] if args else ""):
             k = n["key"].encode()

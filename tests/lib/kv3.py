@@ -4,8 +4,8 @@
 # tests/lib/mount.bash, over etcdctl
 #
 #   kv3.py ETCDCTL get KEY | has KEY | absent KEY | meta KEY FIELD |
-#                  keys [PREFIX] | keys_hex [PREFIX] | dump | rev |
-#                  history FIRST LAST
+#                  metas PREFIX FIELD | keys [PREFIX] | keys_hex [PREFIX] |
+#                  dump | rev | history FIRST LAST
 #
 # Runs the etcdctl binary ETCDCTL with `-w json` (a word, not an
 # ETCDCTL_* variable: etcdctl warns of any it does not know), so that
@@ -90,6 +90,9 @@ def main(cmd, args):
         if not kvs:
             return 1
         print(kvs[0].get(args[1], 0))
+    elif cmd == "metas":
+        for kv in kvs_of(args[0], "--prefix"):
+            print(show(base64.b64decode(kv["key"])), kv.get(args[1], 0))
     elif cmd in ("keys", "keys_hex"):
         for kv in kvs_of(args[0] if args else "", "--prefix",
                          "--keys-only"):

@@ -71,6 +71,10 @@
 #   kv_has KEY           succeeds if the key exists
 #   kv_absent KEY        succeeds if etcd answers that the key does not
 #   kv_meta KEY FIELD    mod_revision, create_revision, version or lease
+#   kv_metas PREFIX FIELD
+#                        kv_meta of every key under PREFIX, in one call,
+#                        as "KEY VALUE" lines in key order (keys escaped
+#                        as kv_history's)
 #   kv_keys [PREFIX]     keys under PREFIX (default all), one a line
 #   kv_keys_hex [PREFIX] the same, each key as hex bytes
 #   kv_rev               etcd's current revision
@@ -435,6 +439,15 @@ kv_meta()
 		return
 	fi
 	_kv3 meta "$1" "$2"
+}
+
+kv_metas()
+{
+	if fs_v2; then
+		_kv2 metas "$1" "$2"
+		return
+	fi
+	_kv3 metas "$1" "$2"
 }
 
 kv_keys()

@@ -68,16 +68,48 @@ static bool test_prefix_cases(void)
 	return true;
 }
 
+/* Is there a cut of @len + 1 bytes ending in each byte from @v0 to @v1? */
+static bool has_values(const struct store_bound *b, size_t n, size_t len,
+		       unsigned v0, unsigned v1)
+{
+	unsigned v;
+	size_t i;
+
+	for (v = v0; v <= v1; v++) {
+		for (i = 0; i < n; i++)
+			if (b[i].len == len + 1 &&
+			    (unsigned char)b[i].key[len] == v)
+				break;
+		if (i == n) {
+			tap_diag("no cut at the value 0x%02x", v);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool test_cuts_directory(void)
 {
 	struct store_bound b[MAX_CUTS];
 	size_t n, i;
 
-	/* a directory: 127 values of its next byte, evenly spread */
+	/*
+	 * a directory: 127 values of its next byte, one per printable byte
+	 * (95), the other 32 evenly spread over the 161 other values
+	 */
 	CHECK(store_split_points(S("/r/"), S("/r0"), MAX_CUTS, b, &n) == 0);
 	CHECK(n == MAX_CUTS);
 	CHECK(b[0].len == 4 && memcmp(b[0].key, "/r/\0", 4) == 0);
-	CHECK(b[n - 1].len == 4 && memcmp(b[n - 1].key, "/r/\xfd", 4) == 0);
+	CHECK(b[n - 1].len == 4 && memcmp(b[n - 1].key, "/r/\xfa", 4) == 0);
+	for (i = 0; i < n; i++)
+		CHECK(b[i].len == 4 && memcmp(b[i].key, "/r/", 3) == 0);
+	CHECK(has_values(b, n, 3, 0x20, 0x7e));
+	store_bounds_release(b, n);
+
+	/* after a digit: every digit after it a part of its own */
+	CHECK(store_split_points(S("/r/5"), S("/r0"), MAX_CUTS, b, &n) == 0);
+	CHECK(n == MAX_CUTS);
+	CHECK(has_values(b, n, 3, '6', 0x7e));
 	store_bounds_release(b, n);
 
 	/* few values left: one cut each */

@@ -428,6 +428,25 @@ static bool test_lru(void)
 	/* a removed file's value counts no more */
 	CHECK(tree_delete(&t, "big", 3, 7, &junk) == 0);
 	CHECK(t.value_bytes == 0 && !t.lru_head && !t.lru_tail);
+	/*
+	 * The links sit between the node and its name: linking and
+	 * unlinking values leaves the names whole, and a rename's name (an
+	 * allocation of its own) is freed with the node, the others not.
+	 */
+	CHECK(!strcmp(b->name, "b") && !strcmp(c->name, "c") &&
+	      !strcmp(d->name, "d") && !strcmp(a->name, "a"));
+	CHECK(node_set_value(&t, c, "CCCC", 4) == 0);
+	CHECK(node_set_value(&t, a, "AAAA", 4) == 0);
+	CHECK(t.lru_head == a && t.lru_tail == c && t.value_bytes == 8);
+	CHECK(!strcmp(a->name, "a") && !strcmp(c->name, "c"));
+	tree_detach(&t, c);
+	tree_attach(&t, c, t.root, "c-renamed", 9);
+	CHECK(child(&t, t.root, "c-renamed") == c && !child(&t, t.root, "c"));
+	CHECK(!strcmp(c->name, "c-renamed") && c->name_len == 9);
+	node_touch(&t, c);
+	CHECK(t.lru_head == c && t.lru_tail == a && c->value);
+	CHECK(tree_delete(&t, "a", 1, 8, &junk) == 0);
+	CHECK(t.lru_head == c && t.lru_tail == c && t.value_bytes == 4);
 	done(&t);
 	/* without a budget every value stays, and no list is kept */
 	CHECK(init(&t, 0));
@@ -435,6 +454,57 @@ static bool test_lru(void)
 	CHECK(put(&t, "b", "bbbb", 3, NULL) == 0);
 	CHECK(!t.lru_head && t.value_bytes == 0);
 	CHECK(tree_find_key(&t, "a", 1)->value);
+	done(&t);
+	return true;
+}
+
+static struct node_view *view_of(const char *text, int64_t rev)
+{
+	size_t len = strlen(text);
+	struct node_view *v = malloc(sizeof(*v) + len + 1);
+
+	if (v) {
+		v->rev = rev;
+		v->raw = false;
+		v->len = len;
+		memcpy(v->data, text, len + 1);
+	}
+	return v;
+}
+
+/*
+ * A value's decoded view (-o codec=) counts against the budget with it,
+ * and goes when the value changes or is evicted.
+ */
+static bool test_views(void)
+{
+	struct tree t;
+	struct node *a, *b;
+
+	CHECK(init(&t, 20));
+	CHECK(put(&t, "a", "aaaa", 2, NULL) == 0);
+	CHECK(put(&t, "b", "bbbb", 3, NULL) == 0);
+	a = tree_find_key(&t, "a", 1);
+	b = tree_find_key(&t, "b", 1);
+	CHECK(!node_view(a));
+	CHECK(node_set_view(&t, a, view_of("A: aaaa", 2)) == 0);
+	CHECK(node_view(a) && node_view(a)->len == 7);
+	CHECK(t.value_bytes == 4 + 7 + 4);
+	/* a view past the budget evicts the oldest other value, b's */
+	CHECK(node_set_view(&t, a, view_of("A: aaaa and more", 2)) == 0);
+	CHECK(!b->value && a->value && t.value_bytes == 4 + 16);
+	/* a new value drops the view */
+	CHECK(node_set_value(&t, a, "xy", 2) == 0);
+	CHECK(!node_view(a) && !a->rare->view && t.value_bytes == 2);
+	/* a view of another revision is no view of this one */
+	CHECK(node_set_view(&t, a, view_of("X: xy", 1)) == 0);
+	CHECK(!node_view(a));
+	/* evicted with its value */
+	CHECK(node_set_view(&t, a, view_of("X: xy", 2)) == 0);
+	CHECK(put(&t, "c", "0123456789abcdef", 4, NULL) == 0);
+	CHECK(!a->value && !a->rare->view && t.value_bytes == 16);
+	/* no view of a value not in memory */
+	CHECK(node_set_view(&t, a, view_of("X: xy", 2)) == -ENOMEM);
 	done(&t);
 	return true;
 }
@@ -518,6 +588,126 @@ static bool test_invals(void)
 	return true;
 }
 
+/*
+ * A directory's child and counts share their bytes with a file's
+ * cache_rev, value_cap and seen: what the tree does with one kind never
+ * reads the other's.
+ */
+static bool test_node_kinds(void)
+{
+	struct tree t;
+	struct node *d, *f, *g;
+	struct store_kv kvs[1];
+	struct store_list l = { .kvs = kvs, .cap = 1, .revision = 10 };
+
+	CHECK(init(&t, 0));
+	CHECK(put(&t, "d/f", "v", 2, NULL) == 0);
+	CHECK(put(&t, "d/g", "v", 3, NULL) == 0);
+	CHECK(put(&t, "d/e/h", "v", 4, NULL) == 0);
+	d = child(&t, t.root, "d");
+	f = child(&t, d, "f");
+	g = child(&t, d, "g");
+	/* the kernel holds pages of no known revision of both (file.c) */
+	f->cache_rev = -1;
+	g->cache_rev = -1;
+	g->value_cap = 1000;
+	CHECK(d->nchildren == 3 && d->ndirs == 1 && d->child);
+	/* a reconcile marks files only: d's children stay as they were */
+	CHECK(push(&l, "d/g", "v", 3));
+	CHECK(tree_reconcile(&t, d, &l, &junk) == 0);
+	CHECK(!child(&t, d, "f") && !child(&t, d, "e"));
+	CHECK(child(&t, d, "g") == g && d->nchildren == 1 && d->ndirs == 0);
+	CHECK(d->child == g && !g->next && g->cache_rev == -1);
+	/* a removed file the kernel held is freed once it lets go */
+	CHECK(put(&t, "d/f", "v", 11, NULL) == 0);
+	f = child(&t, d, "f");
+	f->cache_rev = -1;
+	f->nlookup = 1;
+	CHECK(tree_delete(&t, "d/f", 3, 12, &junk) == 0);
+	CHECK(t.limbo == f && f->removed);
+	node_forget(&t, f, 1);
+	CHECK(!t.limbo);
+	/* the tree goes with a file whose cache_rev is set (the sanitizers) */
+	done(&t);
+	return true;
+}
+
+/*
+ * A file keeps the low 32 bits of the generation that saw it: when they
+ * wrap, a file last seen 2^32 generations ago is not taken as seen.
+ */
+static bool test_seen_wrap(void)
+{
+	struct tree t;
+	struct store_kv kvs[2];
+	struct store_list l = { .kvs = kvs, .cap = 2, .revision = 10 };
+	struct node *a, *b;
+	uint64_t gen;
+
+	CHECK(init(&t, 0));
+	CHECK(push(&l, "a", "1", 2) && push(&l, "b", "1", 3));
+	gen = tree_reconcile_begin(&t);
+	CHECK(gen == 1);
+	CHECK(tree_reconcile_page(&t, gen, &l, &junk) == 0);
+	CHECK(tree_reconcile_end(&t, t.root, gen, 10, &junk) == 0);
+	a = tree_find_key(&t, "a", 1);
+	b = tree_find_key(&t, "b", 1);
+	CHECK(a && b && a->seen == 1 && b->seen == 1);
+	/* a held file in limbo is cleared too: it may be renamed back */
+	b->nlookup = 1;
+	node_drop(&t, b);
+	CHECK(t.limbo == b && b->seen == 1);
+	/* 2^32 - 1 generations later: the next one wraps, then is 1 again */
+	t.gen = UINT32_MAX;
+	gen = tree_reconcile_begin(&t);
+	CHECK(gen == (uint64_t)UINT32_MAX + 2 && (uint32_t)gen == 1);
+	CHECK(a->seen == 0 && b->seen == 0);
+	/* a listing without "a": it goes, though it was seen by 1 */
+	l.n = 0;
+	CHECK(push(&l, "c", "1", 4));
+	CHECK(tree_reconcile_page(&t, gen, &l, &junk) == 0);
+	CHECK(tree_reconcile_end(&t, t.root, gen, 10, &junk) == 0);
+	CHECK(!tree_find_key(&t, "a", 1) && tree_find_key(&t, "c", 1));
+	CHECK(tree_find_key(&t, "c", 1)->seen == 1);
+	node_forget(&t, b, 1);
+	CHECK(!t.limbo);
+	done(&t);
+	return true;
+}
+
+/*
+ * The (parent, name) table grows as nodes come, to between one and two
+ * nodes a bucket, and every node is found again after each growth.
+ */
+static bool test_hash_grows(void)
+{
+	struct tree t;
+	char dir[8], key[32];
+	size_t before;
+	int i;
+
+	CHECK(init(&t, 0));
+	before = t.nbuckets;
+	for (i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "d%02d/k%04d", i % 50, i);
+		CHECK(put(&t, key, "v", 2 + i, NULL) == 0);
+	}
+	CHECK(t.nnodes == 5050 && t.nbuckets > before);
+	CHECK(t.nnodes >= t.nbuckets && t.nnodes < 2 * t.nbuckets);
+	for (i = 0; i < 5000; i++) {
+		struct node *d, *n;
+
+		snprintf(dir, sizeof(dir), "d%02d", i % 50);
+		snprintf(key, sizeof(key), "%s/k%04d", dir, i);
+		n = tree_find_key(&t, key, strlen(key));
+		d = child(&t, t.root, dir);
+		CHECK(is_file(n, key, "v") && n->mod_revision == 2 + i);
+		CHECK(n->parent == d && child(&t, d, key + 4) == n);
+	}
+	done(&t);
+	return true;
+}
+
 static bool test_find_key(void)
 {
 	struct tree t;
@@ -543,6 +733,32 @@ static bool test_find_key(void)
 	return true;
 }
 
+/* inval_drop_entries keeps the inodes' records, in their order */
+static bool test_drop_entries(void)
+{
+	struct inval_list inv = { 0 };
+
+	inval_drop_entries(&inv);
+	CHECK(inv.n == 0);
+	CHECK(inval_add(&inv, true, 1, "a", 1) == 0);
+	CHECK(inval_add(&inv, false, 1, NULL, 0) == 0);
+	CHECK(inval_add(&inv, true, 2, "bb", 2) == 0);
+	CHECK(inval_add(&inv, true, 2, "c", 1) == 0);
+	CHECK(inval_add(&inv, false, 3, NULL, 0) == 0);
+	inval_drop_entries(&inv);
+	CHECK(inv.n == 2);
+	CHECK(!inv.v[0].entry && inv.v[0].id == 1 && !inv.v[0].name);
+	CHECK(!inv.v[1].entry && inv.v[1].id == 3 && !inv.v[1].name);
+	/* an entry more goes, and a second pass changes nothing */
+	CHECK(inval_add(&inv, true, 4, "d", 1) == 0);
+	inval_drop_entries(&inv);
+	inval_drop_entries(&inv);
+	CHECK(inv.n == 2);
+	inval_release(&inv);
+	CHECK(inv.n == 0 && !inv.v);
+	return true;
+}
+
 int main(void)
 {
 	TAP_RUN(test_put_makes_dirs);
@@ -553,7 +769,12 @@ int main(void)
 	TAP_RUN(test_reconcile);
 	TAP_RUN(test_limbo);
 	TAP_RUN(test_lru);
+	TAP_RUN(test_views);
 	TAP_RUN(test_invals);
+	TAP_RUN(test_drop_entries);
+	TAP_RUN(test_node_kinds);
+	TAP_RUN(test_seen_wrap);
+	TAP_RUN(test_hash_grows);
 	TAP_RUN(test_find_key);
 	return tap_done(0);
 }
