@@ -252,19 +252,25 @@ static bool ml_fill(const char *dir, const char *to,
 	free(id);
 	CHECK(*lease > 0);
 	for (i = 0; i < ML_KEYS; i++) {
+		char *with = util_fmt("--lease=%llx ", (long long)*lease);
+		char *full;
+		int rc;
+
 		snprintf(names[i][0], sizeof(names[i][0]), "%sk%02zu", dir, i);
 		snprintf(names[i][1], sizeof(names[i][1]), "%sk%02zu", to, i);
-		CHECK(util_sh("%s put %s/t/ml/%s v%02zu >/dev/null", ctl_cmd,
-			      i == 4 ? util_fmt("--lease=%llx ",
-						(long long)*lease) : "",
-			      names[i][0], i) == 0);
+		rc = util_sh("%s put %s/t/ml/%s v%02zu >/dev/null", ctl_cmd,
+			     i == 4 ? with : "", names[i][0], i);
+		free(with);
+		CHECK(rc == 0);
 		k[i] = (struct store_move_key){
 			names[i][0], strlen(names[i][0]),
 			names[i][1], strlen(names[i][1]),
 			util_fmt("v%02zu", i), 3,
 			0, i == 4 ? *lease : 0,
 		};
-		k[i].mod_revision = ctl_mod(util_fmt("/t/ml/%s", names[i][0]));
+		full = util_fmt("/t/ml/%s", names[i][0]);
+		k[i].mod_revision = ctl_mod(full);
+		free(full);
 		CHECK(k[i].mod_revision > 0);
 	}
 	*g = (struct store_move_guard){ dir, strlen(dir), ctl_revision(), to,
