@@ -98,6 +98,7 @@ struct inflight {
 	struct inflight *next;
 	const char *key;	/* borrowed from the writer */
 	size_t key_len;
+	uint64_t seq;		/* fs->inflight_seq when it began */
 };
 
 /*
@@ -135,8 +136,9 @@ struct echo_child {
  * Who follows the echo's new directories (echo.c), under fs->lock:
  * `inotifywait -r` watches a directory only once it has walked it
  * (opendir, readdir, closedir, then inotify_add_watch), so what the echo
- * makes in it before that is never reported.  The echo notes the
- * directories it made last; a process other than the echo that closes
+ * makes in it before that is never reported.  The echo notes each
+ * directory before it makes it (a follower may walk it before the echo's
+ * mkdir has returned), and the last few it made; a process other than the echo that closes
  * one of them soon after is a follower, and while one was seen lately
  * the echo waits until each new directory was walked.
  */
@@ -144,9 +146,8 @@ struct echo_child {
 struct echo_follow {
 	uint64_t made[ECHO_FOLLOW_RING];	/* their inode numbers (never reused) */
 	int64_t made_ms[ECHO_FOLLOW_RING];	/* CLOCK_MONOTONIC */
+	bool walked[ECHO_FOLLOW_RING];	/* a follower walked it */
 	unsigned next;
-	struct node *waiting;	/* the one the echo waits to be walked */
-	bool walked;
 	int64_t seen_ms;	/* a follower was last seen then (0: never) */
 	pthread_cond_t cond;	/* CLOCK_MONOTONIC: walked */
 	uint64_t walked_n;	/* new directories waited for and walked */
@@ -217,6 +218,7 @@ struct fs {
 	 * mount's own writes are never echoed.
 	 */
 	struct inflight *inflight;
+	uint64_t inflight_seq;	/* the next inflight's seq */
 	pthread_cond_t inflight_cond;
 	/* the mount's own changes whose watch events are still to come */
 	struct own_change *own;		/* protected by lock (live.c) */
@@ -275,6 +277,13 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);
 void inflight_end(struct fs *fs, struct inflight *in);
 bool inflight_has(struct fs *fs, const char *key, size_t key_len);
+/*
+ * The next inflight's seq (inflight_seq_now), and waiting until every
+ * write begun before it has ended (inflight_wait_begun_before: fs->lock
+ * held, dropped meanwhile; bounded as own_write_wait, false past it).
+ */
+uint64_t inflight_seq_now(struct fs *fs);
+bool inflight_wait_begun_before(struct fs *fs, uint64_t seq);
 /*
  * The mount's own changes, which it puts in the mirror itself: a change of
  * @key at @rev is noted (own_change_add) when the mirror has it, before

@@ -34,6 +34,7 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 {
 	in->key = key;
 	in->key_len = key_len;
+	in->seq = fs->inflight_seq++;
 	in->next = fs->inflight;
 	fs->inflight = in;
 }
@@ -433,6 +434,40 @@ static void own_write_wait(struct fs *fs, const char *key, size_t key_len)
 	}
 }
 
+uint64_t inflight_seq_now(struct fs *fs)
+{
+	return fs->inflight_seq;
+}
+
+static bool inflight_begun_before(struct fs *fs, uint64_t seq)
+{
+	struct inflight *in;
+
+	for (in = fs->inflight; in; in = in->next) {
+		if (in->seq < seq)
+			return true;
+	}
+	return false;
+}
+
+bool inflight_wait_begun_before(struct fs *fs, uint64_t seq)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += OWN_WRITE_WAIT_MAX;
+	while (inflight_begun_before(fs, seq)) {
+		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+					   &until) == ETIMEDOUT) {
+			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: writes "
+				 "still in flight after %d s, going on\n",
+				 OWN_WRITE_WAIT_MAX);
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * A change the watch brought (@kv; a deletion at @rev if @del): the
  * mount's own is in the mirror already; another client's goes in now.
@@ -519,6 +554,13 @@ static void relist(struct fs *fs)
 			continue;
 		}
 		pthread_mutex_lock(&fs->lock);
+		/*
+		 * A write of the mount's that was in flight while the listing
+		 * was read may be in it, but not yet in the mirror: it would
+		 * look like another client's, and be echoed.  Its reply puts
+		 * it in the mirror; wait for that.
+		 */
+		inflight_wait_begun_before(fs, inflight_seq_now(fs));
 		/*
 		 * The mount's own writes may be newer than the listing (one
 		 * read from a member behind, or a write that completed
