@@ -568,10 +568,8 @@ void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir)
 		    now - f->made_ms[i] > FOLLOW_SEEN_MS)
 			continue;
 		f->seen_ms = now;
-		if (dir == f->waiting) {
-			f->walked = true;
-			pthread_cond_broadcast(&f->cond);
-		}
+		f->walked[i] = true;
+		pthread_cond_broadcast(&f->cond);
 		return;
 	}
 }
@@ -584,26 +582,42 @@ bool echo_follower(struct fs *fs)
 }
 
 /*
- * After the echo made the directory @dir: time for `inotifywait -r` to
- * watch it before anything is made in it (struct echo_follow).  While a
- * follower was seen lately, until it has walked @dir (FOLLOW_WAIT_MS at
- * most), then 2 ms for its inotify_add_watch; else FOLLOW_PAUSE_MS,
- * in which a follower is noticed when it walks @dir.  No lock held.
+ * Before the echo makes the directory @dir: notes it, so that a follower
+ * that walks it is seen however soon it does, even before the echo's
+ * mkdir has returned to this thread.  Its slot in the ring.
  */
-static void follow_wait(struct fs *fs, struct node *dir)
+static unsigned follow_note(struct fs *fs, struct node *dir)
+{
+	struct echo_follow *f = &fs->echo_follow;
+	unsigned slot;
+
+	pthread_mutex_lock(&fs->lock);
+	slot = f->next;
+	f->made[slot] = dir->ino;
+	f->made_ms[slot] = now_ms();
+	f->walked[slot] = false;
+	f->next = (f->next + 1) % ECHO_FOLLOW_RING;
+	pthread_mutex_unlock(&fs->lock);
+	return slot;
+}
+
+/*
+ * After the echo made the directory noted in @slot: time for
+ * `inotifywait -r` to watch it before anything is made in it (struct
+ * echo_follow).  While a follower was seen lately, until it has walked
+ * the directory (FOLLOW_WAIT_MS at most), then 2 ms for its
+ * inotify_add_watch; else FOLLOW_PAUSE_MS, in which a follower is
+ * noticed when it walks it.  No lock held.
+ */
+static void follow_wait(struct fs *fs, unsigned slot)
 {
 	struct echo_follow *f = &fs->echo_follow;
 	int64_t now = now_ms(), until = now + FOLLOW_WAIT_MS;
 	bool walked = false;
 
 	pthread_mutex_lock(&fs->lock);
-	f->made[f->next] = dir->ino;
-	f->made_ms[f->next] = now;
-	f->next = (f->next + 1) % ECHO_FOLLOW_RING;
 	if (echo_follower(fs)) {
-		f->waiting = dir;
-		f->walked = false;
-		while (!f->walked && now < until) {
+		while (!f->walked[slot] && now < until) {
 			struct timespec ts = {
 				.tv_sec = until / 1000,
 				.tv_nsec = (until % 1000) * 1000000L,
@@ -612,8 +626,7 @@ static void follow_wait(struct fs *fs, struct node *dir)
 			pthread_cond_timedwait(&f->cond, &fs->lock, &ts);
 			now = now_ms();
 		}
-		walked = f->walked;
-		f->waiting = NULL;
+		walked = f->walked[slot];
 		if (walked)
 			f->walked_n++;
 		else
@@ -633,13 +646,15 @@ static void replay(struct fs *fs, struct echo_ev *e)
 {
 	/* no request of the echo's is in flight yet: e->made is as planned */
 	size_t i, comp = 0, made = e->made;
+	unsigned slot;
 
 	for (i = 0; e->action == ECHO_CREATE && e->path[i]; i++) {
 		if (e->path[i] != '/' || comp++ < made)
 			continue;
+		slot = follow_note(fs, e->chain[comp - 1]);
 		if (replay_op(fs, e, ECHO_OP_MKDIR, e->path, i))
 			return;
-		follow_wait(fs, e->chain[comp - 1]);
+		follow_wait(fs, slot);
 	}
 	replay_op(fs, e, e->action == ECHO_CREATE ? ECHO_OP_CREATE :
 			 e->action == ECHO_MODIFY ? ECHO_OP_MODIFY :
