@@ -22,13 +22,6 @@ teardown()
 	fs_teardown
 }
 
-# stat_of NAME: the value of NAME in the root's user.etcd.stats
-stat_of()
-{
-	getfattr --only-values -n user.etcd.stats "$MNT" |
-		awk -v n="$1" '$1 == n { print $2 }'
-}
-
 # Python for fs_try: kv_del(key) deletes a key over HTTP.
 KV_DEL='
 def kv_del(key):
@@ -135,8 +128,8 @@ if bad:
 	for i in 0 1 2 3 4 5 6 7; do
 		kv_put "/s$i" "$i"
 	done
-	req0=$(stat_of quorum_requests)
-	wait0=$(stat_of quorum_waits)
+	req0=$(fs_stat quorum_requests)
+	wait0=$(fs_stat quorum_waits)
 	# while etcd is frozen the first lookup's request hangs; the others
 	# arrive meanwhile and must all wait for the one after it
 	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
@@ -154,8 +147,8 @@ if bad:
 	for i in 0 1 2 3 4 5 6 7; do
 		[ "$(cat "$BATS_TEST_TMPDIR/size$i")" -eq 1 ]
 	done
-	req1=$(stat_of quorum_requests)
-	wait1=$(stat_of quorum_waits)
+	req1=$(fs_stat quorum_requests)
+	wait1=$(fs_stat quorum_waits)
 	echo "requests $((req1 - req0)) for $((wait1 - wait0)) waits" >&2
 	((wait1 - wait0 >= 8))
 	# the one in flight when etcd froze, and the one they all shared

@@ -19,11 +19,7 @@ setup()
 teardown()
 {
 	fs_live_teardown
-	# a test's proxy goes after the mount that talked through it
-	if [[ -n ${PROXY_PROC-} ]]; then
-		kill -KILL "$PROXY_PROC" 2>/dev/null
-		wait "$PROXY_PROC" 2>/dev/null || true
-	fi
+	proxy_stop
 }
 
 xattr()
@@ -297,54 +293,26 @@ lease_hex()
 	[ "$(etcd_ttl /k)" = 0 ]
 }
 
-# proxy_tell COMMAND ANSWER: tells tests/lib/tcp_proxy.py COMMAND and
-# waits for ANSWER.
-proxy_tell()
-{
-	local line
-
-	echo "$1" >&"${PROXY[1]}"
-	read -r -t 30 line <&"${PROXY[0]}" && [[ $line == "$2" ]] || {
-		echo "the proxy answered '$1' with '$line', not '$2'" >&2
-		return 1
-	}
-}
-
-# stat_of NAME: the counter NAME of the root's user.etcd.stats
-stat_of()
-{
-	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" |
-		awk -v n="$1" '$1 == n { print $2 }'
-}
-
 @test "a time to live whose answer is lost is settled: one put, setfattr succeeds" {
-	local rev port pid line grants st=0
+	local rev pid grants st=0
 	kv_put /k v
 	# the mount talks to etcd through a proxy that loses the answer of
 	# the set's first request: on v2 the put, on v3 the lease's grant,
 	# which the mount sends again with the lease id it chose (an idle
 	# mount sends nothing else: the stats below tell the grant was lost)
-	port=${ETCD_ENDPOINT##*:}
-	coproc PROXY {
-		exec python3 "$TESTS_DIR/lib/tcp_proxy.py" 0 "$port" 3>&-
-	}
-	PROXY_PROC=$PROXY_PID
-	read -r -t 10 port <&"${PROXY[0]}"
-	fs_unmount
-	ETCD_ENDPOINT=http://127.0.0.1:$port fs_mount request_timeout=5s
+	proxy_mount request_timeout=5s
 	fs_wait_value "$MNT/k" v
 	rev=$(kv_meta /k mod_revision)
 	if fs_v2; then
 		proxy_tell "lose PUT" armed
 	else
 		etcd_leases >"$BATS_TEST_TMPDIR/before"
-		grants=$(stat_of etcd_requests_lease)
+		grants=$(fs_stat etcd_requests_lease)
 		proxy_tell lose armed
 	fi
 	setfattr -n user.etcd.ttl -v 600 "$MNT/k" 2>"$BATS_TEST_TMPDIR/err" &
 	pid=$!
-	read -r -t 30 line <&"${PROXY[0]}"
-	[ "$line" = answered ]
+	proxy_wait answered
 	proxy_tell cut cut
 	wait "$pid" || st=$?
 	cat "$BATS_TEST_TMPDIR/err"
@@ -355,7 +323,7 @@ stat_of()
 	[ "$(xattr resourceVersion "$MNT/k")" = "$(kv_meta /k mod_revision)" ]
 	fs_v2 && return
 	# the grant sent twice, and one lease more: the key's
-	[ "$(stat_of etcd_requests_lease)" -eq $((grants + 2)) ]
+	[ "$(fs_stat etcd_requests_lease)" -eq $((grants + 2)) ]
 	[ "$(etcd_leases | grep -vxFf "$BATS_TEST_TMPDIR/before")" = \
 		"$(printf '%016x' "$(kv_meta /k lease)")" ]
 }

@@ -584,6 +584,62 @@ etcd_start_again()
 # and $INW_PID; a test that calls inw_start calls inw_stop in its teardown
 # (fs_live_teardown does).
 
+# proxy_mount [OPTION...]: mounts again, with OPTIONs, through
+# tests/lib/tcp_proxy.py in front of etcd (the coprocess PROXY, its pid
+# PROXY_PROC; proxy_stop ends it, after the mount), so that a test can
+# lose the answer of one request of the mount's (proxy_tell).
+proxy_mount()
+{
+	local port=${ETCD_ENDPOINT##*:}
+
+	coproc PROXY {
+		exec python3 "$TESTS_DIR/lib/tcp_proxy.py" 0 "$port" 3>&-
+	}
+	PROXY_PROC=$PROXY_PID
+	read -r -t 10 port <&"${PROXY[0]}" || {
+		echo "the proxy did not say its port" >&2
+		return 1
+	}
+	fs_unmount
+	ETCD_ENDPOINT=http://127.0.0.1:$port fs_mount "$@"
+}
+
+# proxy_tell COMMAND ANSWER: tells the proxy COMMAND and waits for ANSWER;
+# proxy_wait ANSWER: waits for the proxy to say ANSWER (30 s at most).
+proxy_tell()
+{
+	echo "$1" >&"${PROXY[1]}"
+	proxy_wait "$2"
+}
+
+proxy_wait()
+{
+	local line=
+
+	read -r -t 30 line <&"${PROXY[0]}" && [[ $line == "$1" ]] || {
+		echo "the proxy said '$line', not '$1'" >&2
+		return 1
+	}
+}
+
+# In a teardown, after the mount that talked through it.
+proxy_stop()
+{
+	if [[ -n ${PROXY_PROC-} ]]; then
+		kill -KILL "$PROXY_PROC" 2>/dev/null
+		wait "$PROXY_PROC" 2>/dev/null || true
+		PROXY_PROC=
+	fi
+	return 0
+}
+
+# fs_stat NAME: the counter NAME of the root's user.etcd.stats
+fs_stat()
+{
+	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" |
+		awk -v n="$1" '$1 == n { print $2 }'
+}
+
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
 # are in place.
