@@ -25,6 +25,7 @@ setup()
 teardown()
 {
 	fs_live_teardown
+	proxy_stop
 }
 
 # v2_node KEY: the JSON etcd's v2 API answers for a GET of KEY (quorum).
@@ -162,6 +163,49 @@ EOF
 	kv_put /after x
 	wait_event CREATE after
 	fs_wait_value "$MNT/after" x
+	inw_stop
+}
+
+@test "a relist while a write of the mount's is in flight echoes nothing of that write" {
+	local pid relists st=0 hold=$BATS_TEST_TMPDIR/hold-watch
+
+	kv_put /f a
+	# the mount's put of f reaches etcd, and its answer is held until
+	# the proxy cuts the connection: the write is in flight meanwhile
+	ETCDFS_TEST_HOLD_WATCH=$hold proxy_mount request_timeout=5s
+	fs_wait_value "$MNT/f" a
+	inw_start
+	relists=$(fs_stat watch_relists)
+	# the watch holds (fs/live.c) on another client's change, so that
+	# 1,100 more clear the index it waits on: it lists everything again,
+	# and does not see the event of the mount's own put first
+	touch "$hold"
+	kv_put /marker0 m
+	proxy_tell "lose PUT" armed
+	printf b >"$MNT/f" &
+	pid=$!
+	proxy_wait answered
+	[ "$(kv_get /f)" = b ]
+	puts_http /other 1100
+	rm "$hold"
+	wait_for 30 eval '(($(fs_stat watch_relists) > relists))'
+	# time for that listing to be read and compared with the mirror
+	# while the write is still in flight (its settling, once the proxy
+	# cuts the connection, would otherwise win the race)
+	sleep 2
+	proxy_tell cut cut
+	wait "$pid" || st=$?
+	[ "$st" -eq 0 ]
+	[ "$(cat "$MNT/f")" = b ]
+	# a change after it: once its events are here, an echo of the
+	# mount's write would be too
+	kv_put /marker m
+	wait_event CLOSE_WRITE,CLOSE marker 30
+	sleep 0.5
+	grep -F "$MNT/f" "$EVENTS" >&2 || true
+	[ "$(count_event CLOSE_WRITE,CLOSE f)" -eq 1 ]
+	[ "$(kv_get /f)" = b ]
+	wait_mirror_equal 10
 	inw_stop
 }
 
