@@ -137,6 +137,26 @@ bool own_change_take(struct fs *fs, const char *key, size_t key_len,
 	return false;
 }
 
+/*
+ * True if the mount changed @key itself after @rev (a change whose event
+ * is still to come): a listing at @rev that has the key older than that,
+ * or has it where the mount since deleted it, is behind the mirror there.
+ */
+static bool own_change_after(struct fs *fs, const char *key, size_t key_len,
+			     int64_t rev)
+{
+	size_t i;
+
+	for (i = 0; i < fs->nown; i++) {
+		struct own_change *c = &fs->own[i];
+
+		if (c->rev > rev && c->key_len == key_len &&
+		    memcmp(c->key, key, key_len) == 0)
+			return true;
+	}
+	return false;
+}
+
 void own_changes_free(struct fs *fs)
 {
 	own_changes_drop(fs, INT64_MAX);
@@ -564,7 +584,10 @@ static void relist(struct fs *fs)
 		/*
 		 * The mount's own writes may be newer than the listing (one
 		 * read from a member behind, or a write that completed
-		 * meanwhile): a key it deleted would come back.  List again.
+		 * meanwhile): a key it deleted would come back.  List again;
+		 * after 5 tries (the mount writing all along) the listing is
+		 * taken, and the mount's changes after it are kept
+		 * (own_change_after, collect_stale).
 		 */
 		if (l.revision >= fs->tree.revision || tries >= 5)
 			break;
@@ -586,6 +609,10 @@ static void relist(struct fs *fs)
 		struct node *n = tree_find_key(&fs->tree, l.kvs[i].key,
 					       l.kvs[i].key_len);
 
+		/* a key the mount deleted after the listing stays deleted */
+		if (!n && own_change_after(fs, l.kvs[i].key,
+					   l.kvs[i].key_len, l.revision))
+			continue;
 		if (!n || n->mod_revision < l.kvs[i].mod_revision)
 			fs_apply(fs, false, &l.kvs[i], 0);
 	}
