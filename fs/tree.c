@@ -274,6 +274,9 @@ void node_unref(struct tree *t, struct node *n)
 void node_forget(struct tree *t, struct node *n, uint64_t nlookup)
 {
 	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	/* an inode the kernel let go of went with its pages */
+	if (!n->nlookup && n->type == NODE_FILE)
+		n->cache_rev = 0;
 	node_maybe_free(t, n);
 }
 

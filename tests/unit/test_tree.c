@@ -618,6 +618,15 @@ static bool test_node_kinds(void)
 	CHECK(!child(&t, d, "f") && !child(&t, d, "e"));
 	CHECK(child(&t, d, "g") == g && d->nchildren == 1 && d->ndirs == 0);
 	CHECK(d->child == g && !g->next && g->cache_rev == -1);
+	/*
+	 * an inode the kernel let go of took its pages: the next one of
+	 * the file never had any (file.c fills them on the first open)
+	 */
+	g->nlookup = 2;
+	node_forget(&t, g, 1);
+	CHECK(g->cache_rev == -1);
+	node_forget(&t, g, 1);
+	CHECK(child(&t, d, "g") == g && g->cache_rev == 0);
 	/* a removed file the kernel held is freed once it lets go */
 	CHECK(put(&t, "d/f", "v", 11, NULL) == 0);
 	f = child(&t, d, "f");
