@@ -10,60 +10,11 @@
 # cannot see what the kernel answers alone: only the requests it sends.
 
 load ../lib/mount
+load ../lib/fuse_counts
 
 teardown()
 {
 	fs_teardown
-}
-
-# stat_of NAME: the counter fuse_NAME of the root's user.etcd.stats (one
-# "name value" a line: fs/stats.c)
-stat_of()
-{
-	local name value
-
-	while read -r name value; do
-		if [[ $name == "fuse_$1" ]]; then
-			echo "$value"
-			return 0
-		fi
-	done < <(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT")
-	echo "no counter 'fuse_$1' in user.etcd.stats" >&2
-	return 1
-}
-
-# snap: every fuse_ counter into the array SNAP (NAME -> value)
-snap()
-{
-	local name value
-
-	declare -gA SNAP=()
-	while read -r name value; do
-		if [[ $name == fuse_* ]]; then
-			SNAP[${name#fuse_}]=$value
-		fi
-	done < <(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT")
-}
-
-# delta NAME: how much NAME grew since snap
-delta()
-{
-	echo $(($(stat_of "$1") - SNAP[$1]))
-}
-
-# put_dir N: keys /d/k0000.. (values v0000..: tests/lib/puts_http.py),
-# more than one READDIRPLUS carries, then a fresh mount of them; their
-# values, as `cat` of them all prints them, in $BATS_TEST_TMPDIR/want
-put_dir()
-{
-	local i
-
-	puts_http /d/k "$1"
-	for ((i = 0; i < $1; i++)); do
-		printf 'v%04d' "$i"
-	done >"$BATS_TEST_TMPDIR/want"
-	fs_unmount
-	fs_mount
 }
 
 @test "the root's user.etcd.stats counts the kernel's requests" {

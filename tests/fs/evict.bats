@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+#
+# tests/fs/evict.bats - the kernel's inodes of the mount let go of (as
+# under memory pressure) and made again: the first open of each new inode
+# fills its pages again, so that reading sends no READ and marks no atime
+# stale, as on a fresh mount (readpath.bats)
+#
+# The kernel is made to let go with `echo 2 > /proc/sys/vm/drop_caches`,
+# which drops every unused dentry and inode of the machine: other tests'
+# request counts would move, so this file runs alone (tests/meson.build).
+# Each test starts its own etcd and mount (tests/lib/mount.bash).  It
+# cannot choose which inodes the kernel drops: it asks for all of them.
+
+load ../lib/mount
+load ../lib/fuse_counts
+
+teardown()
+{
+	fs_teardown
+}
+
+@test "after the kernel let go of its inodes, the first open fills the new ones' pages" {
+	fs_setup
+	put_dir 500
+	cat "$MNT"/d/* >/dev/null
+	snap
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	# the kernel told the daemon (FORGET, or many in one)
+	wait_for 10 eval '(($(delta forget) >= 500))'
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr)" \
+	     "read $(delta read) stored $(delta stored)"
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta stored)" -eq 500 ]
+	# and the next cat costs no GETATTR: no atime went stale
+	snap
+	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+	echo "lookup $(delta lookup) getattr $(delta getattr)" \
+	     "read $(delta read) stored $(delta stored)"
+	[ "$(delta getattr)" -le 1 ]
+	[ "$(delta read)" -eq 0 ]
+	[ "$(delta stored)" -eq 0 ]
+}
