@@ -138,9 +138,9 @@ struct echo_child {
  * (opendir, readdir, closedir, then inotify_add_watch), so what the echo
  * makes in it before that is never reported.  The echo notes each
  * directory before it makes it (a follower may walk it before the echo's
- * mkdir has returned), and the last few it made; a process other than the echo that closes
- * one of them soon after is a follower, and while one was seen lately
- * the echo waits until each new directory was walked.
+ * mkdir has returned), and keeps the last few; a process other than the
+ * echo that closes one of them soon after is a follower, and while one
+ * was seen lately the echo waits until each new directory was walked.
  */
 #define ECHO_FOLLOW_RING 8
 struct echo_follow {
