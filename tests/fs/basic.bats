@@ -363,19 +363,6 @@ for name, data in (("k", b"new value"), ("t", b"")):
 	[ "$(stat -c %i "$MNT/a")" = "$ia" ]
 }
 
-@test "inode numbers survive the kernel forgetting the inodes" {
-	local ia ib
-	kv_put /a 1
-	kv_put /dir/b 2
-	ia=$(stat -c %i "$MNT/a")
-	ib=$(stat -c %i "$MNT/dir/b")
-
-	sync
-	echo 2 >/proc/sys/vm/drop_caches
-	[ "$(stat -c %i "$MNT/a")" = "$ia" ]
-	[ "$(stat -c %i "$MNT/dir/b")" = "$ib" ]
-}
-
 @test "mtime changes when the revision changes, and only then" {
 	local m1 m2 m3
 	kv_put /k one

@@ -3,7 +3,7 @@
 # tests/fs/evict.bats - the kernel's inodes of the mount let go of (as
 # under memory pressure) and made again: the first open of each new inode
 # fills its pages again, so that reading sends no READ and marks no atime
-# stale, as on a fresh mount (readpath.bats)
+# stale, as on a fresh mount (readpath.bats); and inode numbers stay
 #
 # The kernel is made to let go with `echo 2 > /proc/sys/vm/drop_caches`,
 # which drops every unused dentry and inode of the machine: other tests'
@@ -44,4 +44,19 @@ teardown()
 	[ "$(delta getattr)" -le 1 ]
 	[ "$(delta read)" -eq 0 ]
 	[ "$(delta stored)" -eq 0 ]
+}
+
+@test "inode numbers survive the kernel forgetting the inodes" {
+	local ia ib
+
+	fs_setup
+	kv_put /a 1
+	kv_put /dir/b 2
+	ia=$(stat -c %i "$MNT/a")
+	ib=$(stat -c %i "$MNT/dir/b")
+
+	sync
+	echo 2 >/proc/sys/vm/drop_caches
+	[ "$(stat -c %i "$MNT/a")" = "$ia" ]
+	[ "$(stat -c %i "$MNT/dir/b")" = "$ib" ]
 }
