@@ -308,6 +308,40 @@ static bool store_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 	return ok;
 }
 
+/*
+ * Is @n an inode the mirror replaced (another client changed the key
+ * while files were open on it, or deleted and made it again), which the
+ * open of a reader, thread @tid, should not read?  Such an open came by a
+ * name the kernel has not yet been told leads elsewhere (the watch's
+ * invalidation is on its way), or by an open file (/proc/PID/fd/N).
+ * ESTALE has the kernel walk the path once more, asking the daemon for
+ * each name (LOOKUP_REVAL): a name leads to the key's inode now, whose
+ * pages hold its value, so the file maps shared.  An open by an open file
+ * comes back to @n, from the same thread, and is let through: it reads
+ * the key's node now, around the pages (fs_open).  The last few such
+ * ESTALEs are remembered (fs->estale); the retry of one pushed out by
+ * more than that many others meanwhile gets ESTALE.  fs->lock held.
+ */
+static bool stale_name(struct fs *fs, const struct node *n, pid_t tid)
+{
+	const size_t nslots = sizeof(fs->estale) / sizeof(fs->estale[0]);
+	size_t i;
+
+	if (!n->removed || n->pending || n->local ||
+	    !tree_find_key(&fs->tree, n->key, n->key_len))
+		return false;
+	for (i = 0; i < nslots; i++) {
+		if (fs->estale[i].node == n && fs->estale[i].tid == tid) {
+			fs->estale[i].node = NULL;
+			return false;
+		}
+	}
+	i = fs->estale_next++ % nslots;
+	fs->estale[i].node = n;
+	fs->estale[i].tid = tid;
+	return true;
+}
+
 bool fs_no_open_mode(const struct fs_config *cfg)
 {
 	return cfg->ro && !cfg->codec && !cfg->quorum &&
@@ -366,6 +400,11 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
 					      &until) != ETIMEDOUT)
 			;
+	}
+	if (!echo && !wr && stale_name(fs, n, fuse_req_ctx(req)->pid)) {
+		pthread_mutex_unlock(&fs->lock);
+		fuse_reply_err(req, ESTALE);
+		return;
 	}
 	/*
 	 * What the handle starts from: @n, or for a reader of an inode

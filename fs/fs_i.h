@@ -181,6 +181,18 @@ struct fs {
 	bool watch_ok;			/* the watch is connected */
 
 	/*
+	 * The last readers' opens of a replaced inode answered ESTALE
+	 * (file.c's stale_retry), by inode and thread: the same thread's
+	 * next open of it is the kernel's retry.  Identities only, never
+	 * dereferenced.
+	 */
+	struct {
+		const struct node *node;
+		pid_t tid;
+	} estale[8];
+	unsigned estale_next;
+
+	/*
 	 * The echo (echo.c): a thread that hands other clients' changes, one
 	 * at a time, to the echo's process, pid echo_pid (0: none), whose
 	 * requests are the echo's.  echo_cur and echo_pid are protected by

@@ -503,6 +503,50 @@ static void watch_change(struct fs *fs, bool del, const struct store_kv *kv,
 	fs_mirror_applied(fs, rev);
 }
 
+/* Waits while the file @path names exists, a minute at most. */
+static void test_hold(const char *path)
+{
+	int i;
+
+	for (i = 0; path && access(path, F_OK) == 0 && i < 600; i++)
+		usleep(100000);
+}
+
+/*
+ * For tests that need the mount not to have seen another client's change
+ * yet (tests/fs/dirmove.bats): while the file $ETCDFS_TEST_HOLD_WATCH
+ * names exists, the watch applies nothing.  Unset: one branch.
+ */
+static void test_hold_watch(void)
+{
+	static const char *path;
+	static bool read;
+
+	if (!read) {
+		path = getenv("ETCDFS_TEST_HOLD_WATCH");
+		read = true;
+	}
+	test_hold(path);
+}
+
+/*
+ * For tests that need the kernel to know a name the mirror has replaced
+ * (tests/fs/mmap.bats): while the file $ETCDFS_TEST_HOLD_INVALS names
+ * exists, the watch sends the kernel no invalidation (nor applies what
+ * comes next).  Unset: one branch.
+ */
+static void test_hold_invals(void)
+{
+	static const char *path;
+	static bool read;
+
+	if (!read) {
+		path = getenv("ETCDFS_TEST_HOLD_INVALS");
+		read = true;
+	}
+	test_hold(path);
+}
+
 /*
  * Sends the invalidations fs_apply() gathered.  fs->lock held, dropped.
  * Not with -o quorum while the kernel caches no name and no attribute
@@ -535,6 +579,7 @@ static void unlock_and_send(struct fs *fs)
 		inval_release(&inv);
 		return;
 	}
+	test_hold_invals();
 	/* never while the echo's syscall holds a directory (fs_i.h) */
 	pthread_mutex_lock(&fs->replay_lock);
 	fs_send_invals(fs, &inv);
@@ -642,25 +687,6 @@ static void relist(struct fs *fs)
 	store_list_release(&l);
 	/* on failure it is logged, and the mount goes on without a watch */
 	fs_start_watch(fs, rev + 1);
-}
-
-/*
- * For tests that need the mount not to have seen another client's change
- * yet (tests/fs/dirmove.bats): while the file $ETCDFS_TEST_HOLD_WATCH
- * names exists, the watch applies nothing.  Unset: one branch.
- */
-static void test_hold_watch(void)
-{
-	static const char *path;
-	static bool read;
-	int i;
-
-	if (!read) {
-		path = getenv("ETCDFS_TEST_HOLD_WATCH");
-		read = true;
-	}
-	for (i = 0; path && access(path, F_OK) == 0 && i < 600; i++)
-		usleep(100000);
 }
 
 static void watch_event(void *arg, const struct store_event *ev)

@@ -25,6 +25,8 @@ setup()
 
 teardown()
 {
+	rm -f "$BATS_TEST_TMPDIR/hold-echo" "$BATS_TEST_TMPDIR/hold-invals"
+	exec 8<&- || true
 	fs_teardown
 }
 
@@ -93,6 +95,35 @@ assert m[:] == b'first-value', m[:]
 m.close()" "$MNT/k"
 	echo "$output"
 	[ "$output" = OK ]
+}
+
+# The kernel may still have the name of a file another client changed
+# while it was open: the mirror put the new value on a new inode, and the
+# kernel has not yet been told that the name leads there (the watch's
+# invalidation is held, $ETCDFS_TEST_HOLD_INVALS, and the echo's, which
+# would tell it too, $ETCDFS_TEST_HOLD_ECHO).  An open through that name
+# reads the new value, and maps it shared: it lands on the new inode
+# (fs/file.c's stale_name).
+@test "an open through a name the kernel has not yet seen change maps shared" {
+	export ETCDFS_TEST_HOLD_ECHO=$BATS_TEST_TMPDIR/hold-echo
+	export ETCDFS_TEST_HOLD_INVALS=$BATS_TEST_TMPDIR/hold-invals
+	fs_unmount
+	fs_mount
+	kv_put /k first-value
+	exec 8<"$MNT/k"
+	[ "$(cat "$MNT/k")" = first-value ]
+	touch "$ETCDFS_TEST_HOLD_ECHO" "$ETCDFS_TEST_HOLD_INVALS"
+	kv_put /k second-and-longer
+
+	run fs_try "$MAP_PY
+assert read_all(args[0]) == b'second-and-longer', read_all(args[0])
+assert map(args[0]) == b'second-and-longer'" "$MNT/k"
+	echo "$output"
+	[ "$output" = OK ]
+	# an open by the open file (no name to look up) reads the key now
+	[ "$(cat /proc/self/fd/8)" = second-and-longer ]
+	[ "$(cat <&8)" = first-value ]
+	rm "$ETCDFS_TEST_HOLD_ECHO" "$ETCDFS_TEST_HOLD_INVALS"
 }
 
 @test "a file open for writing maps privately; a shared map of it is ENODEV" {
