@@ -14,6 +14,7 @@ load ../lib/fuse_counts
 
 teardown()
 {
+	unpin_pages
 	fs_teardown
 }
 
@@ -53,6 +54,7 @@ teardown()
 	fs_setup
 	put_dir 500
 	cat "$MNT"/d/* >/dev/null
+	pin_pages "$MNT/d"
 	snap
 	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
 	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
@@ -135,6 +137,7 @@ ro_dir()
 	[ "$(stat_of open)" -eq 1 ]
 	[ "$(stat_of flush)" -le 1 ]
 	[ "$(stat_of release)" -eq 0 ]
+	pin_pages "$MNT/d"
 	snap
 	cat "$MNT"/d/* >"$BATS_TEST_TMPDIR/got"
 	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"

@@ -3,7 +3,8 @@
 # and a directory of keys to read
 #
 # Loaded by tests/fs/readpath.bats and evict.bats with
-# `load ../lib/fuse_counts`, after tests/lib/mount.bash.
+# `load ../lib/fuse_counts`, after tests/lib/mount.bash; a test that pins
+# pages calls unpin_pages in its teardown, before fs_teardown.
 
 # stat_of NAME: the counter fuse_NAME of the root's user.etcd.stats (one
 # "name value" a line: fs/stats.c)
@@ -53,4 +54,32 @@ put_dir()
 	done >"$BATS_TEST_TMPDIR/want"
 	fs_unmount
 	fs_mount
+}
+
+# pin_pages DIR: holds the kernel's pages of every file of DIR until
+# unpin_pages (tests/lib/pin_pages.py): a warm read's count of READs is
+# then the daemon's doing alone, not the machine's memory pressure nor
+# another test's drop of unused inodes
+pin_pages()
+{
+	local ready=$BATS_TEST_TMPDIR/pinned
+
+	rm -f "$ready"
+	"$FS_PYTHON" "$TESTS_DIR/lib/pin_pages.py" "$1" "$ready" \
+		</dev/null 3>&- &
+	PIN_PID=$!
+	wait_for 30 test -s "$ready" || {
+		echo "pin_pages: no pages held of $1" >&2
+		return 1
+	}
+	echo "pinned the pages of $(cat "$ready") files"
+}
+
+unpin_pages()
+{
+	if [[ -n ${PIN_PID:-} ]]; then
+		kill "$PIN_PID" 2>/dev/null
+		wait "$PIN_PID" 2>/dev/null || true
+		PIN_PID=
+	fi
 }
