@@ -503,48 +503,37 @@ static void watch_change(struct fs *fs, bool del, const struct store_kv *kv,
 	fs_mirror_applied(fs, rev);
 }
 
-/* Waits while the file @path names exists, a minute at most. */
-static void test_hold(const char *path)
+/*
+ * For tests: while the file an environment variable names exists (a
+ * minute at most), the watch's thread waits where @hold says.  Unset:
+ * one branch.
+ *   TEST_HOLD_WATCH, $ETCDFS_TEST_HOLD_WATCH: it applies nothing, so the
+ *	mount has not seen another client's change yet
+ *	(tests/fs/dirmove.bats);
+ *   TEST_HOLD_INVALS, $ETCDFS_TEST_HOLD_INVALS: it sends the kernel no
+ *	invalidation (nor applies what comes next), so the kernel still
+ *	knows a name the mirror has replaced (tests/fs/mmap.bats).
+ */
+enum test_hold { TEST_HOLD_WATCH, TEST_HOLD_INVALS, TEST_HOLDS };
+
+static const char *test_hold_paths[TEST_HOLDS];
+
+static void test_hold_read(void)
 {
+	test_hold_paths[TEST_HOLD_WATCH] = getenv("ETCDFS_TEST_HOLD_WATCH");
+	test_hold_paths[TEST_HOLD_INVALS] = getenv("ETCDFS_TEST_HOLD_INVALS");
+}
+
+static void test_hold(enum test_hold hold)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const char *path;
 	int i;
 
+	pthread_once(&once, test_hold_read);
+	path = test_hold_paths[hold];
 	for (i = 0; path && access(path, F_OK) == 0 && i < 600; i++)
 		usleep(100000);
-}
-
-/*
- * For tests that need the mount not to have seen another client's change
- * yet (tests/fs/dirmove.bats): while the file $ETCDFS_TEST_HOLD_WATCH
- * names exists, the watch applies nothing.  Unset: one branch.
- */
-static void test_hold_watch(void)
-{
-	static const char *path;
-	static bool read;
-
-	if (!read) {
-		path = getenv("ETCDFS_TEST_HOLD_WATCH");
-		read = true;
-	}
-	test_hold(path);
-}
-
-/*
- * For tests that need the kernel to know a name the mirror has replaced
- * (tests/fs/mmap.bats): while the file $ETCDFS_TEST_HOLD_INVALS names
- * exists, the watch sends the kernel no invalidation (nor applies what
- * comes next).  Unset: one branch.
- */
-static void test_hold_invals(void)
-{
-	static const char *path;
-	static bool read;
-
-	if (!read) {
-		path = getenv("ETCDFS_TEST_HOLD_INVALS");
-		read = true;
-	}
-	test_hold(path);
 }
 
 /*
@@ -579,7 +568,7 @@ static void unlock_and_send(struct fs *fs)
 		inval_release(&inv);
 		return;
 	}
-	test_hold_invals();
+	test_hold(TEST_HOLD_INVALS);
 	/* never while the echo's syscall holds a directory (fs_i.h) */
 	pthread_mutex_lock(&fs->replay_lock);
 	fs_send_invals(fs, &inv);
@@ -694,7 +683,7 @@ static void watch_event(void *arg, const struct store_event *ev)
 	struct fs *fs = arg;
 
 	fs_stats_watch_event(fs, ev);
-	test_hold_watch();
+	test_hold(TEST_HOLD_WATCH);
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
