@@ -309,18 +309,21 @@ static bool store_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 }
 
 /*
- * Is @n an inode the mirror replaced (another client changed the key
- * while files were open on it, or deleted and made it again), which the
- * open of a reader, thread @tid, should not read?  Such an open came by a
- * name the kernel has not yet been told leads elsewhere (the watch's
- * invalidation is on its way), or by an open file (/proc/PID/fd/N).
+ * Is @n an inode the mirror replaced (a change of the key, here or by
+ * another client, while files were open on it; or the key deleted and
+ * made again), which an open by thread @tid should not start from?  Such
+ * an open came by a name the kernel has not yet been told leads elsewhere
+ * (the invalidation is on its way), or by an open file (/proc/PID/fd/N).
  * ESTALE has the kernel walk the path once more, asking the daemon for
  * each name (LOOKUP_REVAL): a name leads to the key's inode now, whose
- * pages hold its value, so the file maps shared.  An open by an open file
- * comes back to @n, from the same thread, and is let through: it reads
- * the key's node now, around the pages (fs_open).  The last few such
- * ESTALEs are remembered (fs->estale); the retry of one pushed out by
- * more than that many others meanwhile gets ESTALE.  fs->lock held.
+ * pages hold its value, so a reader maps it shared, and a writer starts
+ * from its revision rather than conflict with a change the mirror had
+ * before the open.  An open by an open file comes back to @n, from the
+ * same thread, and is let through: a reader reads the key's node now,
+ * around the pages (fs_open); a writer writes over @n's revision.  The
+ * last few such ESTALEs are remembered (fs->estale); the retry of one
+ * pushed out by more than that many others meanwhile gets ESTALE.
+ * fs->lock held.
  */
 static bool stale_name(struct fs *fs, const struct node *n, pid_t tid)
 {
@@ -401,7 +404,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 					      &until) != ETIMEDOUT)
 			;
 	}
-	if (!echo && !wr && stale_name(fs, n, fuse_req_ctx(req)->pid)) {
+	if (!echo && stale_name(fs, n, fuse_req_ctx(req)->pid)) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ESTALE);
 		return;

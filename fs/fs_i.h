@@ -181,10 +181,9 @@ struct fs {
 	bool watch_ok;			/* the watch is connected */
 
 	/*
-	 * The last readers' opens of a replaced inode answered ESTALE
-	 * (file.c's stale_retry), by inode and thread: the same thread's
-	 * next open of it is the kernel's retry.  Identities only, never
-	 * dereferenced.
+	 * The last opens of a replaced inode answered ESTALE (file.c's
+	 * stale_name), by inode and thread: the same thread's next open of
+	 * it is the kernel's retry.  Identities only, never dereferenced.
 	 */
 	struct {
 		const struct node *node;

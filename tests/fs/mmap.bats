@@ -112,8 +112,10 @@ m.close()" "$MNT/k"
 	kv_put /k first-value
 	exec 8<"$MNT/k"
 	[ "$(cat "$MNT/k")" = first-value ]
+	events=$(fs_stat watch_events)
 	touch "$ETCDFS_TEST_HOLD_ECHO" "$ETCDFS_TEST_HOLD_INVALS"
 	kv_put /k second-and-longer
+	fs_wait_applied "$events"
 
 	run fs_try "$MAP_PY
 assert read_all(args[0]) == b'second-and-longer', read_all(args[0])

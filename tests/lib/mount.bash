@@ -640,6 +640,26 @@ fs_stat()
 		awk -v n="$1" '$1 == n { print $2 }'
 }
 
+# fs_echo_idle: true when no other client's change waits for its replay
+# (user.etcd.stats' echo_pending 0), which may hold a file of the mount
+# open for a moment
+fs_echo_idle()
+{
+	[[ $(fs_stat echo_pending) == 0 ]]
+}
+
+# fs_wait_applied N: waits (10 s at most) until the watch has delivered
+# more than N events (user.etcd.stats' watch_events, taken before the
+# changes) and the mirror has applied every one (watch_lag 0), even while
+# the kernel's invalidations are held ($ETCDFS_TEST_HOLD_INVALS)
+fs_wait_applied()
+{
+	local _fs_events=$1
+
+	wait_for 10 eval '(($(fs_stat watch_events) > _fs_events &&
+			   $(fs_stat watch_lag) == 0))'
+}
+
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
 # are in place.
