@@ -752,7 +752,6 @@ static void *echo_main(void *arg)
 		fs->echo_head = e->next;
 		if (!fs->echo_head)
 			fs->echo_tail = NULL;
-		fs->echo_len--;
 		pthread_mutex_unlock(&fs->echo_lock);
 		test_hold_echo(fs);
 		echo_one(fs, e);
@@ -761,6 +760,7 @@ static void *echo_main(void *arg)
 		if (fs->echo_pid <= 0)
 			child_ready(fs);
 		pthread_mutex_lock(&fs->echo_lock);
+		fs->echo_len--;		/* counted until replayed */
 		fs->echo_done++;
 		pthread_cond_broadcast(&fs->echo_cond);
 	}
@@ -824,6 +824,16 @@ void echo_stop(struct fs *fs)
 	fs->echo_len = 0;
 	pthread_mutex_unlock(&fs->lock);
 	close(fs->echo_child.wake);
+}
+
+size_t echo_pending(struct fs *fs)
+{
+	size_t n;
+
+	pthread_mutex_lock(&fs->echo_lock);
+	n = fs->echo_len;
+	pthread_mutex_unlock(&fs->echo_lock);
+	return n;
 }
 
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req)

@@ -218,7 +218,7 @@ struct fs {
 	pthread_cond_t echo_cond;
 	struct echo_ev *echo_head;
 	struct echo_ev *echo_tail;
-	size_t echo_len;
+	size_t echo_len;		/* queued, and the one replaying */
 	uint64_t echo_done;
 	bool echo_stop;
 	struct inval_list pending_invals;	/* protected by lock */
@@ -495,6 +495,8 @@ int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
 void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir);
 /* Was a follower seen lately (the echo waits for it)?  fs->lock held. */
 bool echo_follower(struct fs *fs);
+/* Other clients' changes in the mirror whose replay is not over. */
+size_t echo_pending(struct fs *fs);
 /* The change @req echoes, or NULL if it is not the echo's.  fs->lock held. */
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req);
 /*

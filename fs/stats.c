@@ -123,6 +123,7 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	line(&o, "watch_lag %" PRId64 "\n", lag > 0 ? lag : 0);
 	line(&o, "watch_relists %" PRIu64 "\n",
 	     (uint64_t)atomic_load(&g->relists));
+	line(&o, "echo_pending %zu\n", echo_pending(fs));
 	line(&o, "echo_follower %d\n", echo_follower(fs) ? 1 : 0);
 	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo_follow.walked_n);
 	line(&o, "echo_dirs_unwalked %" PRIu64 "\n",

@@ -531,6 +531,15 @@ EOF
 		sleep 0.05
 	done
 	[ "$(cat "$MNT/remote")" = r ]
+	# the replay of the remote put holds a file of the mount open for a
+	# moment: an unmount then would be busy
+	for ((i = 0; i < 200; i++)); do
+		getfattr --only-values -n user.etcd.stats "$MNT" |
+			grep -qx 'echo_pending 0' && break
+		sleep 0.05
+	done
+	getfattr --only-values -n user.etcd.stats "$MNT" |
+		grep -qx 'echo_pending 0'
 
 	pid=$(etcdfs_pids "$MNT")
 	fusermount3 -u "$MNT"

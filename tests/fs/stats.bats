@@ -20,6 +20,7 @@ setup()
 
 teardown()
 {
+	rm -f "$BATS_TEST_TMPDIR/hold-echo"
 	fs_teardown
 }
 
@@ -105,6 +106,24 @@ os.close(fd)' "$MNT/c/key"
 	# read; each exactly once more than without them
 	echo "reads: $(delta etcd_requests_read)"
 	(($(delta etcd_requests_read) >= m))
+}
+
+@test "echo_pending counts other clients' changes until their replay is over" {
+	export ETCDFS_TEST_HOLD_ECHO=$BATS_TEST_TMPDIR/hold-echo
+
+	fs_unmount
+	fs_mount
+	[ "$(fs_stat echo_pending)" -eq 0 ]
+	touch "$ETCDFS_TEST_HOLD_ECHO"
+	kv_put /p/a 1
+	kv_put /p/b 2
+	# the first is the one replaying (held), the second waits behind it
+	wait_for 10 eval '(($(fs_stat echo_pending) == 2))'
+	# in the mirror already
+	[ "$(cat "$MNT/p/b")" = 2 ]
+	rm "$ETCDFS_TEST_HOLD_ECHO"
+	wait_for 10 fs_echo_idle
+	[ "$(fs_stat echo_pending)" -eq 0 ]
 }
 
 @test "-d traces every FUSE operation and every etcd request of a cat and a write" {
