@@ -124,7 +124,28 @@ static struct handle *handle_new(struct fs *fs, struct node *n,
 	if (!echo && h->local)
 		n->cache_rev = CACHE_UNKNOWN;
 	n->refs++;
+	h->onext = fs->open;
+	h->oprev = &fs->open;
+	if (fs->open)
+		fs->open->oprev = &h->onext;
+	fs->open = h;
 	return h;
+}
+
+/* Out of fs->open: fs->lock held, or the session over. */
+static void handle_unlist(struct handle *h)
+{
+	*h->oprev = h->onext;
+	if (h->onext)
+		h->onext->oprev = h->oprev;
+}
+
+/* Freed, once out of fs->open; no lock needed. */
+static void handle_destroy(struct handle *h)
+{
+	pthread_mutex_destroy(&h->lock);
+	free(h->buf);
+	free(h);
 }
 
 static void handle_free(struct fs *fs, struct handle *h)
@@ -169,11 +190,24 @@ static void handle_free(struct fs *fs, struct handle *h)
 		tree_keep(&fs->tree, dir);
 	}
 	node_unref(&fs->tree, n);
+	handle_unlist(h);
 	pthread_mutex_unlock(&fs->lock);
+	handle_destroy(h);
 	fs_send_invals(fs, &inv);
-	pthread_mutex_destroy(&h->lock);
-	free(h->buf);
-	free(h);
+}
+
+/*
+ * The handles whose RELEASE never came: the session is over, and the tree
+ * goes next (its nodes are not unreferenced one by one).
+ */
+void fs_handles_free(struct fs *fs)
+{
+	struct handle *h;
+
+	while ((h = fs->open)) {
+		handle_unlist(h);
+		handle_destroy(h);
+	}
 }
 
 /*

@@ -941,6 +941,7 @@ void fs_free(struct fs *fs)
 	if (!fs)
 		return;
 	fs_destroy(fs);
+	fs_handles_free(fs);
 	/* the session is gone: every node still in the tree goes with it */
 	tree_release(&fs->tree);
 	pins_free(fs);

@@ -55,6 +55,8 @@ struct handle {
 	bool dropped;		/* its file was unlinked: nothing to commit
 				 * (under fs->lock) */
 	struct handle *nnext;	/* in node->handles, under fs->lock */
+	struct handle *onext;	/* in fs->open, under fs->lock */
+	struct handle **oprev;
 	/*
 	 * Under fs->lock: a writer whose copy differs from what etcd has
 	 * shows its size and the time of its last change to every stat of
@@ -166,6 +168,11 @@ struct fs {
 	struct tree tree;		/* protected by lock, like all below */
 	struct pin *pins;
 	size_t npins;
+	/*
+	 * Every handle not released yet.  The kernel drops the RELEASEs it
+	 * has not sent when the mount goes away: fs_free frees what is left.
+	 */
+	struct handle *open;
 
 	bool loaded;			/* the first listing is in */
 	/*
@@ -371,6 +378,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_handles_free(struct fs *fs);
 /*
  * With fs->lock held: reads @n's value again if the value budget evicted
  * it; the lock is dropped meanwhile, so the caller looks again at what it
