@@ -10,16 +10,14 @@
 # "name value" a line: fs/stats.c)
 stat_of()
 {
-	local name value
+	local value
 
-	while read -r name value; do
-		if [[ $name == "fuse_$1" ]]; then
-			echo "$value"
-			return 0
-		fi
-	done < <(getfattr --absolute-names --only-values -n user.etcd.stats "$MNT")
-	echo "no counter 'fuse_$1' in user.etcd.stats" >&2
-	return 1
+	value=$(fs_stat "fuse_$1")
+	if [[ -z $value ]]; then
+		echo "no counter 'fuse_$1' in user.etcd.stats" >&2
+		return 1
+	fi
+	echo "$value"
 }
 
 # snap: every fuse_ counter into the array SNAP (NAME -> value)
@@ -58,8 +56,10 @@ put_dir()
 
 # pin_pages DIR: holds the kernel's pages of every file of DIR until
 # unpin_pages (tests/lib/pin_pages.py): a warm read's count of READs is
-# then the daemon's doing alone, not the machine's memory pressure nor
-# another test's drop of unused inodes
+# then the daemon's doing alone, not the machine's reclaim (proactive
+# reclaim takes clean pages even with memory to spare) nor another
+# test's drop of unused inodes.  Pin before the reads counted, and
+# before the first read() whose effect on atime they count
 pin_pages()
 {
 	local ready=$BATS_TEST_TMPDIR/pinned

@@ -2,8 +2,9 @@
 #
 # tests/lib/pin_pages.py - holds the kernel's pages of every file of a
 # directory: maps each file shared and locks the map (mlock), so that
-# neither memory pressure nor a drop of unused inodes elsewhere on the
-# machine can take them while a test counts the reads they spare.
+# neither reclaim (proactive reclaim too, with memory to spare) nor a drop
+# of unused inodes elsewhere on the machine can take them while a test
+# counts the reads they spare.
 #
 # Usage: pin_pages.py DIR READY
 # Writes READY once every page is held, then holds them until it is
