@@ -182,7 +182,26 @@ _etcd_is_ours()
 	tr '\0' '\n' <"/proc/$pid/cmdline" | grep -qxF -- "--data-dir=$data"
 }
 
-# Asks /health until it says true, the process dies, or time runs out.
+# True if the etcd answering on @ep is the process @pid: the member list
+# it gives names the peer URL @pid was started with.  The rest are curl's
+# TLS options.
+_etcd_answers_as()
+{
+	local ep=$1 pid=$2 peer
+
+	shift 2
+	peer=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null |
+		sed -n 's/^--initial-advertise-peer-urls=//p' | tail -n 1)
+	[[ -n $peer ]] || return 1
+	curl -s --max-time 2 "$@" -X POST -d '{}' \
+		"$ep/v3/cluster/member/list" 2>/dev/null | grep -qF "\"$peer\""
+}
+
+# Asks /health until our etcd says true, the process dies, or time runs
+# out.  Another test may have started an etcd on the same client port
+# (the free port it was given was free for us too, or it took ours while
+# ours was stopped): then that one answers while ours dies of "address
+# already in use", and its answers are not ours.
 # Returns 0 (healthy), 1 (timed out), 2 (died).
 _etcd_wait_healthy()
 {
@@ -202,7 +221,8 @@ _etcd_wait_healthy()
 			return 2
 		fi
 		if curl -s --max-time 2 "${curl_tls[@]}" "$ep/health" 2>/dev/null |
-			grep -q '"health":"true"'; then
+			grep -q '"health":"true"' &&
+			_etcd_answers_as "$ep" "$pid" "${curl_tls[@]}"; then
 			return 0
 		fi
 		sleep 0.1

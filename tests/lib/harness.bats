@@ -75,6 +75,35 @@ dead()
 	etcd_stop "$work/b"
 }
 
+@test "an etcd whose free port another etcd took starts on other ports, not as that one" {
+	a=$(etcd_start "$work/a")
+	# the first pair of ports has a's client port, as when two tests are
+	# given the same free port at once
+	taken=${a##*:}
+	# the pairs after it are the real ones
+	real_pair=$(declare -f _etcd_free_port_pair | tail -n +2)
+	eval "_etcd_real_pair() $real_pair"
+	_etcd_free_port_pair()
+	{
+		if [[ ! -e $work/given ]]; then
+			: >"$work/given"
+			echo "$taken $(etcd_free_port)"
+		else
+			_etcd_real_pair
+		fi
+	}
+	b=$(etcd_start "$work/b")
+	[[ -e $work/given ]]
+	[[ $b != "$a" ]]
+	alive "$(cat "$work/b/pid")"
+	grep -q 'address already in use' "$work/b/etcd.log"
+	etcd_ctl "$work/b" put k in-b
+	run etcd_ctl "$work/a" get k --print-value-only
+	[[ -z $output ]]
+	etcd_stop "$work/a"
+	etcd_stop "$work/b"
+}
+
 @test "etcd_start passes extra arguments to etcd" {
 	etcd_start "$work/e" --max-request-bytes=4096 >/dev/null
 	etcd_ctl "$work/e" put small "$(head -c 1000 /dev/zero | tr '\0' x)"

@@ -559,22 +559,21 @@ etcd_stop_keep()
 	etcd_stop "$ETCD_DIR" || return 1
 }
 
+# Starts our etcd again (etcd_stop_keep), on the same ports: if another
+# test's etcd took one meanwhile, ours cannot start, and that one's
+# answers do not pass for ours (etcd.sh's _etcd_wait_healthy).
 etcd_start_again()
 {
-	local start
+	local pid
 
 	"${ETCD_CMD[@]}" </dev/null >>"$ETCD_DIR/etcd.log" 2>&1 3>&- &
-	echo $! >"$ETCD_DIR/pid"
-	start=$SECONDS
-	until curl -s --max-time 2 "$ETCD_ENDPOINT/health" 2>/dev/null |
-		grep -q '"health":"true"'; do
-		if ((SECONDS - start > 30)) || ! kill -0 "$(cat "$ETCD_DIR/pid")"; then
-			echo "etcd did not come back on $ETCD_ENDPOINT" >&2
-			tail -n 20 "$ETCD_DIR/etcd.log" >&2
-			return 1
-		fi
-		sleep 0.1
-	done
+	pid=$!
+	echo "$pid" >"$ETCD_DIR/pid"
+	if ! _etcd_wait_healthy "$ETCD_DIR" "$pid" "$ETCD_ENDPOINT" 30; then
+		echo "etcd did not come back on $ETCD_ENDPOINT" >&2
+		tail -n 20 "$ETCD_DIR/etcd.log" >&2
+		return 1
+	fi
 }
 
 # --- inotify events and whole-tree comparisons ---
