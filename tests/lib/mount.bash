@@ -261,12 +261,29 @@ fs_clean_env()
 	done
 }
 
+# The replay of another client's change holds a file of the mount open
+# for a moment (README: user.etcd.stats' echo_pending): an unmount waits
+# until none is left, for 10 s at most.  A daemon that does not answer
+# (frozen, or gone) is not waited for: each read is killed after 1 s.
+_fs_echo_settle()
+{
+	local start=$SECONDS pending
+
+	while pending=$(timeout -s KILL 1 getfattr --absolute-names \
+			--only-values -n user.etcd.stats "$MNT" 2>/dev/null |
+			awk '$1 == "echo_pending" { print $2 }') &&
+		[[ -n $pending ]] && ((pending > 0 && SECONDS - start < 10)); do
+		sleep 0.05
+	done
+}
+
 fs_unmount()
 {
 	local rc=0 start status
 
 	[[ -n ${MNT:-} ]] || return 0
 	if fs_is_mounted "$MNT"; then
+		_fs_echo_settle
 		if ! timeout 20 fusermount3 -u "$MNT" 2>/dev/null; then
 			echo "fusermount3 -u failed (busy?): unmounting lazily" >&2
 			timeout 20 fusermount3 -u -z "$MNT" || rc=1
