@@ -386,7 +386,27 @@ struct dir_handle {
 	struct dirent_snap *ents;
 	size_t n;
 	bool snapped;
+	struct dir_handle *next;	/* in fs->open_dirs, under fs->lock */
+	struct dir_handle **prev;
 };
+
+/* Into fs->open_dirs; fs->lock held. */
+static void dir_handle_list(struct fs *fs, struct dir_handle *dh)
+{
+	dh->next = fs->open_dirs;
+	dh->prev = &fs->open_dirs;
+	if (fs->open_dirs)
+		fs->open_dirs->prev = &dh->next;
+	fs->open_dirs = dh;
+}
+
+/* Out of fs->open_dirs: fs->lock held, or the session over. */
+static void dir_handle_unlist(struct dir_handle *dh)
+{
+	*dh->prev = dh->next;
+	if (dh->next)
+		dh->next->prev = dh->prev;
+}
 
 static void free_dir_handle(struct dir_handle *dh)
 {
@@ -444,6 +464,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		if (err)
 			goto out_unref;
 	}
+	dir_handle_list(fs, dh);
 	pthread_mutex_unlock(&fs->lock);
 	fi->fh = (uint64_t)(uintptr_t)dh;
 	/*
@@ -584,9 +605,25 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_lock(&fs->lock);
 	echo_dir_walked(fs, req, dh->dir);
 	node_unref(&fs->tree, dh->dir);
+	dir_handle_unlist(dh);
 	pthread_mutex_unlock(&fs->lock);
 	free_dir_handle(dh);
 	fuse_reply_err(req, 0);
+}
+
+/*
+ * The directories whose RELEASEDIR never came (a signal ended the
+ * session with the kernel's RELEASEDIR still queued): the session is
+ * over, and the tree goes next.
+ */
+static void dir_handles_free(struct fs *fs)
+{
+	struct dir_handle *dh;
+
+	while ((dh = fs->open_dirs)) {
+		dir_handle_unlist(dh);
+		free_dir_handle(dh);
+	}
 }
 
 static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
@@ -942,6 +979,7 @@ void fs_free(struct fs *fs)
 		return;
 	fs_destroy(fs);
 	fs_handles_free(fs);
+	dir_handles_free(fs);
 	/* the session is gone: every node still in the tree goes with it */
 	tree_release(&fs->tree);
 	pins_free(fs);

@@ -171,8 +171,10 @@ struct fs {
 	/*
 	 * Every handle not released yet.  The kernel drops the RELEASEs it
 	 * has not sent when the mount goes away: fs_free frees what is left.
+	 * The same for directories (fs.c's dir_handle).
 	 */
 	struct handle *open;
+	struct dir_handle *open_dirs;
 
 	bool loaded;			/* the first listing is in */
 	/*

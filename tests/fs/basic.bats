@@ -437,16 +437,18 @@ os.close(fd)' "$MNT/k" "$BATS_TEST_TMPDIR/old" "$BATS_TEST_TMPDIR/new"
 }
 
 @test "SIGTERM with files open: etcdfs unmounts, exits 0 and frees every open file" {
-	local r w pid=$FS_PID
+	local r w d pid=$FS_PID
 
 	kv_put /r value
 	kv_put /w value
-	exec {r}<"$MNT/r" {w}<>"$MNT/w"
+	kv_put /dir/k value
+	exec {r}<"$MNT/r" {w}<>"$MNT/w" {d}<"$MNT/dir"
 	[ "$(cat <&"$r")" = value ]
 	kill -TERM "$pid"
-	# the kernel never sends the RELEASEs of the files still open
+	# the kernel never sends the RELEASEs (nor the RELEASEDIR) of the
+	# files still open
 	wait_for 10 _not_mounted "$MNT"
-	exec {r}<&- {w}<&-
+	exec {r}<&- {w}<&- {d}<&-
 	# fs_unmount checks the exit status, and the log for a sanitizer's
 	# report (a leak of an open file's state)
 	fs_unmount
