@@ -229,7 +229,8 @@ os.execv(sys.argv[1], sys.argv[1:])')
 }
 
 # Waits up to 15 s for the daemon started by start_daemon to exit and
-# sets EXIT_STATUS.  Fails if it is still running.
+# sets EXIT_STATUS (its log shown when it is not 0).  Fails if it is
+# still running.
 wait_daemon()
 {
 	local start=$SECONDS
@@ -244,6 +245,11 @@ wait_daemon()
 	EXIT_STATUS=0
 	wait "$DAEMON_PID" || EXIT_STATUS=$?
 	DAEMON_PID=
+	# shown if the test fails on it
+	if ((EXIT_STATUS != 0)); then
+		echo "etcdfs exited with status $EXIT_STATUS; it printed:" >&2
+		cat "$LOG" >&2
+	fi
 }
 
 # Checks that the daemon printed nothing: a clean mount and unmount say
