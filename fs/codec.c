@@ -201,8 +201,8 @@ static int view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' shown raw: '%s decode' "
 			 "failed (%s)\n", key, fs->cfg.codec, why);
 	free(key);
-	if (inval && fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	if (inval)
+		fs_notify_inval_inode(fs, ino, -1, 0);
 	return 0;
 }
 

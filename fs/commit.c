@@ -485,8 +485,7 @@ int handle_commit(struct fs *fs, struct handle *h, enum commit_kind kind)
  */
 void handle_committed(struct fs *fs, fuse_ino_t ino)
 {
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	fs_notify_inval_inode(fs, ino, 0, 0);
 }
 
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,

@@ -122,8 +122,7 @@ static void *connect_thread(void *arg)
 	 * is the one operation let through) and the kernel may cache them
 	 * for the attribute timeout: now they are the keys'.  No lock held.
 	 */
-	if (fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
+	fs_notify_inval_inode(fs, FUSE_ROOT_ID, 0, 0);
 	fs_go_live(fs);
 	return NULL;
 }

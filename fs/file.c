@@ -297,7 +297,7 @@ int fs_load_value(struct fs *fs, struct node *n)
 static bool drop_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 		       int64_t rev)
 {
-	int ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	int ret = fs_notify_inval_inode(fs, ino, 0, 0);
 	bool ok;
 
 	pthread_mutex_lock(&fs->lock);
@@ -329,7 +329,7 @@ static bool store_pages(struct fs *fs, struct node *n, fuse_ino_t ino,
 
 	bv.buf[0].mem = h->buf;
 	if (h->len)
-		ret = fuse_lowlevel_notify_store(fs->se, ino, 0, &bv, 0);
+		ret = fs_notify_store(fs, ino, 0, &bv);
 	if (ret)
 		return drop_pages(fs, n, ino, rev);
 	if (h->len)

@@ -162,17 +162,88 @@ void fs_send_invals(struct fs *fs, struct inval_list *l)
 {
 	size_t i;
 
-	for (i = 0; fs->se && i < l->n; i++) {
+	for (i = 0; i < l->n; i++) {
 		struct inval *iv = &l->v[i];
 
 		if (iv->entry)
-			fuse_lowlevel_notify_inval_entry(fs->se, iv->id,
-							 iv->name,
-							 iv->name_len);
+			fs_notify_inval_entry(fs, iv->id, iv->name,
+					      iv->name_len);
 		else
-			fuse_lowlevel_notify_inval_inode(fs->se, iv->id, 0, 0);
+			fs_notify_inval_inode(fs, iv->id, 0, 0);
 	}
 	inval_release(l);
+}
+
+/* True, with notify_lock read-held, if a notification may go. */
+static bool notify_begin(struct fs *fs)
+{
+	if (!fs->se)
+		return false;
+	pthread_rwlock_rdlock(&fs->notify_lock);
+	if (atomic_load(&fs->notify_off)) {
+		pthread_rwlock_unlock(&fs->notify_lock);
+		return false;
+	}
+	return true;
+}
+
+int fs_notify_inval_inode(struct fs *fs, fuse_ino_t ino, off_t off,
+			  off_t len)
+{
+	int ret;
+
+	if (!notify_begin(fs))
+		return -ENOTCONN;
+	ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, off, len);
+	pthread_rwlock_unlock(&fs->notify_lock);
+	return ret;
+}
+
+int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
+			  const char *name, size_t len)
+{
+	int ret;
+
+	if (!notify_begin(fs))
+		return -ENOTCONN;
+	ret = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, len);
+	pthread_rwlock_unlock(&fs->notify_lock);
+	return ret;
+}
+
+int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
+		    struct fuse_bufvec *bufv)
+{
+	int ret;
+
+	if (!notify_begin(fs))
+		return -ENOTCONN;
+	ret = fuse_lowlevel_notify_store(fs->se, ino, off, bufv, 0);
+	pthread_rwlock_unlock(&fs->notify_lock);
+	return ret;
+}
+
+/*
+ * The notifications end here, before libfuse's unmount closes the device:
+ * one sent after would go to a closed descriptor, or to whatever file
+ * took its number meanwhile (the watch's next connection).  Those in
+ * flight are waited for, a second at most: an invalidation can wait in
+ * the kernel for a directory's lock, held by a request the finished loop
+ * will never answer, and it is inside its write() already, which holds
+ * the device open.
+ */
+void fs_notify_stop(struct fs *fs)
+{
+	struct timespec until;
+
+	atomic_store(&fs->notify_off, true);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	if (pthread_rwlock_timedwrlock(&fs->notify_lock, &until) == 0)
+		pthread_rwlock_unlock(&fs->notify_lock);
+	else
+		fuse_log(FUSE_LOG_DEBUG, "etcdfs: a notification to the "
+			 "kernel is still waiting at unmount\n");
 }
 
 void fs_log_store_error(const char *what, const struct store_error *err)
@@ -941,6 +1012,7 @@ struct fs *fs_new(const struct fs_config *cfg)
 		free(fs);
 		return NULL;
 	}
+	pthread_rwlock_init(&fs->notify_lock, NULL);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->echo_lock, NULL);
 	pthread_mutex_init(&fs->replay_lock, NULL);
@@ -995,5 +1067,6 @@ void fs_free(struct fs *fs)
 	pthread_mutex_destroy(&fs->replay_lock);
 	pthread_mutex_destroy(&fs->echo_lock);
 	pthread_mutex_destroy(&fs->lock);
+	pthread_rwlock_destroy(&fs->notify_lock);
 	free(fs);
 }

@@ -72,6 +72,13 @@ int fs_load(struct fs *fs, struct store_error *err);
 
 /* The session to send cache invalidations to. */
 void fs_set_session(struct fs *fs, struct fuse_session *se);
+/*
+ * After the session's loop, before fuse_session_unmount: no notification
+ * is sent to the kernel any more (the mirror's threads go on until the
+ * filesystem's destroy), and none is in flight, but for one that has
+ * waited in the kernel for a second.
+ */
+void fs_notify_stop(struct fs *fs);
 
 /*
  * The operations; the userdata to pass with them is the struct fs.  Each

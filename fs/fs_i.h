@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -163,6 +164,15 @@ struct fs {
 	struct fs_config cfg;
 	struct store *store;
 	struct fuse_session *se;
+	/*
+	 * Every notification to the kernel (fs_notify_*) is sent with
+	 * notify_lock read-held, and none once notify_off is set: the
+	 * watch's and the echo's threads outlive the session's loop, and
+	 * libfuse's unmount closes the device, whose number the next
+	 * descriptor opened may take (fs_notify_stop).
+	 */
+	pthread_rwlock_t notify_lock;
+	atomic_bool notify_off;
 
 	pthread_mutex_t lock;
 	struct tree tree;		/* protected by lock, like all below */
@@ -281,6 +291,16 @@ static inline int dir_of(struct fs *fs, fuse_ino_t ino, struct node **dirp)
  */
 void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_send_invals(struct fs *fs, struct inval_list *l);
+/*
+ * libfuse's notifications, sent only while the session's device is open
+ * (fs_notify_stop): -ENOTCONN after, as if the kernel were gone.
+ */
+int fs_notify_inval_inode(struct fs *fs, fuse_ino_t ino, off_t off,
+			  off_t len);
+int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
+			  const char *name, size_t len);
+int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
+		    struct fuse_bufvec *bufv);
 void fs_log_store_error(const char *what, const struct store_error *err);
 
 /* live.c */

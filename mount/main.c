@@ -311,6 +311,7 @@ static int serve(struct fuse_args *args, const struct fuse_cmdline_opts *fo,
 	}
 
 err_out3:
+	fs_notify_stop(fs);	/* before the device is closed */
 	fuse_session_unmount(se);
 err_out2:
 	fuse_remove_signal_handlers(se);

@@ -32,6 +32,7 @@ teardown()
 {
 	local p
 
+	rm -f "$BATS_TEST_TMPDIR/hold-invals"
 	# the descriptors that keep a lazily unmounted mount alive
 	for p in "${HELD[@]}"; do
 		exec {p}<&-
@@ -604,4 +605,34 @@ _answers_enotconn()
 	grep -q "is this mount again" "$FS_LOG"
 	[ "$(cat "$MNT/z")" = again ]
 	[ -z "$(kv_keys /other/)" ]
+}
+
+# The watch's thread outlives the session's loop (it stops in the
+# filesystem's destroy): an invalidation it sends after libfuse's unmount
+# closed the device went to a closed descriptor ("fuse: writing device:
+# Bad file descriptor"), or to whatever took its number.  The watch is
+# held ($ETCDFS_TEST_HOLD_INVALS) with an invalidation to send, across
+# the unmount.
+@test "after the unmount the watch sends the kernel nothing" {
+	local hold=$BATS_TEST_TMPDIR/hold-invals events
+
+	export ETCDFS_TEST_HOLD_INVALS=$hold
+	fs_unmount
+	fs_mount
+	kv_put /k first
+	[ "$(cat "$MNT/k")" = first ]
+	events=$(fs_stat watch_events)
+	touch "$hold"
+	kv_put /k second
+	fs_wait_applied "$events"
+	timeout -s KILL 20 fusermount3 -u "$MNT"
+	! fs_is_mounted "$MNT"
+	# the daemon waits in its destroy for the watch, held
+	sleep 0.5
+	kill -0 "$FS_PID"
+	rm "$hold"
+	fs_unmount
+	if grep -n 'writing device' "$FS_LOG"; then
+		return 1
+	fi
 }
