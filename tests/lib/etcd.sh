@@ -399,13 +399,36 @@ etcd_stop()
 	return 0
 }
 
+# _etcd_relaunch DIR EP CMD...: runs CMD, the command line our etcd in DIR
+# was started with, again, on the same ports (EP its client URL), and
+# waits until it answers.  etcd reads every ETCD_* variable as an option:
+# ours are not passed on.  If it does not come back, says so (another
+# test's etcd may have taken one of the ports meanwhile: its answers do
+# not pass for ours) and returns 1.
+_etcd_relaunch()
+{
+	local dir=$1 ep=$2 pid
+
+	shift 2
+	env -u ETCD_BIN -u ETCDCTL_BIN "$@" </dev/null \
+		>>"$dir/etcd.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
+	pid=$!
+	echo "$pid" >"$dir/pid"
+	if ! _etcd_wait_healthy "$dir" "$pid" "$ep" \
+		"${ETCD_START_TIMEOUT:-30}"; then
+		echo "etcd.sh: etcd in '$dir' did not come back on $ep" >&2
+		tail -n 20 "$dir/etcd.log" >&2
+		return 1
+	fi
+}
+
 etcd_restart()
 {
 	if (($# != 1)); then
 		echo "usage: etcd_restart DIR" >&2
 		return 2
 	fi
-	local dir=$1 pid ep rc=0
+	local dir=$1 pid ep
 	local -a cmd
 
 	dir=$(cd "$dir" && pwd) || return 1
@@ -416,15 +439,7 @@ etcd_restart()
 	}
 	mapfile -d '' -t cmd <"/proc/$pid/cmdline" || return 1
 	etcd_stop "$dir" || return 1
-	env -u ETCD_BIN -u ETCDCTL_BIN "${cmd[@]}" </dev/null \
-		>>"$dir/etcd.log" 2>&1 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
-	pid=$!
-	echo "$pid" >"$dir/pid"
-	_etcd_wait_healthy "$dir" "$pid" "$ep" "${ETCD_START_TIMEOUT:-30}" ||
-		rc=$?
-	if ((rc != 0)); then
-		echo "etcd.sh: etcd in '$dir' did not come back" >&2
-		tail -n 20 "$dir/etcd.log" >&2
+	if ! _etcd_relaunch "$dir" "$ep" "${cmd[@]}"; then
 		etcd_stop "$dir"
 		return 1
 	fi

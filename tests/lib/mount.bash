@@ -269,9 +269,7 @@ _fs_echo_settle()
 {
 	local start=$SECONDS pending
 
-	while pending=$(timeout -s KILL 1 getfattr --absolute-names \
-			--only-values -n user.etcd.stats "$MNT" 2>/dev/null |
-			awk '$1 == "echo_pending" { print $2 }') &&
+	while pending=$(fs_stat echo_pending 1 2>/dev/null) &&
 		[[ -n $pending ]] && ((pending > 0 && SECONDS - start < 10)); do
 		sleep 0.05
 	done
@@ -576,21 +574,10 @@ etcd_stop_keep()
 	etcd_stop "$ETCD_DIR" || return 1
 }
 
-# Starts our etcd again (etcd_stop_keep), on the same ports: if another
-# test's etcd took one meanwhile, ours cannot start, and that one's
-# answers do not pass for ours (etcd.sh's _etcd_wait_healthy).
+# Starts our etcd again (etcd_stop_keep), on the same ports.
 etcd_start_again()
 {
-	local pid
-
-	"${ETCD_CMD[@]}" </dev/null >>"$ETCD_DIR/etcd.log" 2>&1 3>&- &
-	pid=$!
-	echo "$pid" >"$ETCD_DIR/pid"
-	if ! _etcd_wait_healthy "$ETCD_DIR" "$pid" "$ETCD_ENDPOINT" 30; then
-		echo "etcd did not come back on $ETCD_ENDPOINT" >&2
-		tail -n 20 "$ETCD_DIR/etcd.log" >&2
-		return 1
-	fi
+	_etcd_relaunch "$ETCD_DIR" "$ETCD_ENDPOINT" "${ETCD_CMD[@]}"
 }
 
 # --- inotify events and whole-tree comparisons ---
@@ -649,10 +636,16 @@ proxy_stop()
 	return 0
 }
 
-# fs_stat NAME: the counter NAME of the root's user.etcd.stats
+# fs_stat NAME [SECS]: the counter NAME of the root's user.etcd.stats
+# (nothing if the read fails); with SECS, a read that takes longer (a
+# frozen daemon) is killed
 fs_stat()
 {
-	getfattr --absolute-names --only-values -n user.etcd.stats "$MNT" |
+	local -a limit=()
+
+	[[ -z ${2:-} ]] || limit=(timeout -s KILL "$2")
+	"${limit[@]}" getfattr --absolute-names --only-values \
+		-n user.etcd.stats "$MNT" |
 		awk -v n="$1" '$1 == n { print $2 }'
 }
 
