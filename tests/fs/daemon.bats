@@ -625,6 +625,8 @@ _answers_enotconn()
 	touch "$hold"
 	kv_put /k second
 	fs_wait_applied "$events"
+	# its replay holds the file open for a moment: the unmount waits
+	wait_for 10 fs_echo_idle
 	timeout -s KILL 20 fusermount3 -u "$MNT"
 	! fs_is_mounted "$MNT"
 	# the daemon waits in its destroy for the watch, held
