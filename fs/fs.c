@@ -237,9 +237,10 @@ void fs_notify_stop(struct fs *fs)
 	struct timespec until;
 
 	atomic_store(&fs->notify_off, true);
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += 1;
-	if (pthread_rwlock_timedwrlock(&fs->notify_lock, &until) == 0)
+	if (pthread_rwlock_clockwrlock(&fs->notify_lock, CLOCK_MONOTONIC,
+				       &until) == 0)
 		pthread_rwlock_unlock(&fs->notify_lock);
 	else
 		fuse_log(FUSE_LOG_DEBUG, "etcdfs: a notification to the "
