@@ -373,7 +373,12 @@ counter()
 	local out=$BATS_TEST_TMPDIR/follower p= d walked
 
 	fs_setup
-	python3 "$TESTS_DIR/lib/slow_follower.py" "$MNT" 0.1 "$out" &
+	# 50 ms before each walk: five times the echo's pause when nobody is
+	# known to follow (FOLLOW_PAUSE_MS), so that without its wait the
+	# walk of n1 comes after n2 is made; and a quarter of the longest
+	# wait for a walk (FOLLOW_WAIT_MS, 200 ms), so that the walk, with a
+	# listing of three FUSE requests on a loaded machine, comes in time
+	python3 "$TESTS_DIR/lib/slow_follower.py" "$MNT" 0.05 "$out" &
 	FOLLOWER_PID=$!
 	wait_for 10 grep -qsx READY "$out"
 	# its walk of a first new directory tells the mount it follows
