@@ -46,6 +46,16 @@ df_bytes()
 		awk '{ print $1, $2 }'
 }
 
+# _iused_is N: df -i says N names are used
+_iused_is()
+{
+	local used
+
+	used=$(timeout 20 df --output=iused "$MNT" | tail -n 1) || return 1
+	echo "df -i: $used used" >&2
+	((used == $1))
+}
+
 _df_used_is_db_size()
 {
 	local db df
@@ -57,21 +67,19 @@ _df_used_is_db_size()
 }
 
 @test "df shows etcd's database size as used and the quota as size" {
-	local i v size
+	local v size
 
-	# enough data for the database to grow past its first pages
-	v=$(fs_random 4000)
-	for ((i = 0; i < 200; i++)); do
-		kv_put "/grow/k$i" "$v"
-	done
+	# enough data for the database to grow past its first pages: 200
+	# random values of 4,000 bytes (as text: base64)
+	v=$(head -c 3000 /dev/urandom | base64 -w 0)
+	puts_http /grow/k 200 "$v"
 	# the mount asks etcd at most every 2 s: wait for a fresh answer
 	wait_for 15 _df_used_is_db_size
 	size=$(df_bytes)
 	[ "${size#* }" -eq $((64 << 20)) ]
-	# df -i: the names the mount holds (200 keys and their directory)
-	run df --output=iused "$MNT"
-	echo "$output"
-	[ "${lines[1]// /}" -eq 201 ]
+	# df -i: the names the mount holds (200 keys and their directory),
+	# once the watch has brought the last of them
+	wait_for 10 _iused_is 201
 	run stat -f -c '%S %s %l' "$MNT"
 	[ "$output" = "4096 4096 255" ]
 }

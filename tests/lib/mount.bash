@@ -744,12 +744,15 @@ wait_mirror_equal()
 	fi
 }
 
-# puts_http PREFIX N: N puts of PREFIX0000.. with values v0000.., over one
-# HTTP connection to etcd (v3: its JSON gateway; v2: /v2/keys).
+# puts_http PREFIX N [VALUE]: N puts of PREFIX0000.. with values v0000..
+# (or each VALUE, text), over one HTTP connection to etcd (v3: its JSON
+# gateway; v2: /v2/keys); a PREFIX or VALUE with a % formats the key's
+# number instead (tests/lib/puts_http.py).  It does not wait for the
+# mount.
 puts_http()
 {
 	"$FS_PYTHON" -B "$TESTS_DIR/lib/puts_http.py" "$ETCD_ENDPOINT" "$FS_API" \
-		"$1" "$2"
+		"$@"
 }
 
 # FS_PUT_PY: Python that defines put(conn, api, key, value), one put over
