@@ -6,11 +6,11 @@
 #
 # Puts PREFIX0000, PREFIX0001... (N keys) with the values v0000, v0001...
 # (or each VALUE, text), one after the other over one connection to
-# ENDPOINT (http://HOST:PORT).  A PREFIX or a VALUE with a % in it is a
-# Python format of the key's number instead: '/k%03d' makes /k000...
-# with tests/lib/fs_put.py (API v3 or v2).  Stops at the first put etcd
-# refuses, with a message.  Much faster than N etcdctl runs; it cannot
-# speak TLS.
+# ENDPOINT (http://HOST:PORT), with tests/lib/fs_put.py (API v3 or v2).
+# A PREFIX or a VALUE with a % in it is a Python format of the key's
+# number instead: '/k%03d' makes /k000, /k001...  Stops at the first put
+# etcd refuses, with a message.  Much faster than N etcdctl runs; it
+# cannot speak TLS.
 import http.client, sys, urllib.parse
 
 from fs_put import put
