@@ -674,9 +674,13 @@ fs_wait_applied()
 
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
-# are in place.
+# are in place.  It first lets the echo replay what it holds (10 s at
+# most): a change the mount already shows may not have been replayed yet
+# (only the events wait for the echo), and its events would be counted as
+# the next change's.
 inw_start()
 {
+	_fs_echo_settle
 	: >"$EVENTS"
 	inotifywait -m -r --format '%e %w%f' "$MNT" >"$EVENTS" \
 		2>"$EVENTS.err" 3>&- &
