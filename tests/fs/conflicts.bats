@@ -34,7 +34,7 @@ kv_put(b"/k", b"theirs")
 os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /k)" = theirs ]
+	kv_is /k theirs
 	[ "$(kv_meta /k version)" -eq 2 ]
 	fs_wait_value "$MNT/k" theirs
 }
@@ -80,7 +80,7 @@ put_builtin()
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ $output == *"Stale file handle"* ]]
-	[ "$(kv_get /k)" = theirs ]
+	kv_is /k theirs
 	[ "$(kv_meta /k version)" -eq 2 ]
 }
 
@@ -101,7 +101,7 @@ finally:
         pass' "$MNT/k"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /k)" = theirs ]
+	kv_is /k theirs
 	[ "$(kv_meta /k version)" -eq 2 ]
 }
 
@@ -125,7 +125,7 @@ finally:
 	fs_wait_applied "$events"
 
 	printf mine >"$MNT/k"
-	[ "$(kv_get /k)" = mine ]
+	kv_is /k mine
 	[ "$(kv_meta /k version)" -eq 3 ]
 	[ "$(cat <&8)" = original ]
 	rm "$ETCDFS_TEST_HOLD_ECHO" "$ETCDFS_TEST_HOLD_INVALS"
@@ -139,7 +139,7 @@ kv_put(b"/new", b"theirs")
 os.close(fd)' "$MNT/new"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /new)" = theirs ]
+	kv_is /new theirs
 }
 
 @test "of two writers through the mount the later close fails" {
@@ -154,7 +154,7 @@ os.write(a, b"first")
 os.close(a)' "$MNT/k"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /k)" = second ]
+	kv_is /k second
 	[ "$(kv_meta /k version)" -eq 2 ]
 }
 
@@ -170,7 +170,7 @@ os.pwrite(fd, b"!", 8)
 os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$output" = OK ]
-	[ "$(kv_get /k)" = 'Original!' ]
+	kv_is /k 'Original!'
 	[ "$(kv_meta /k version)" -eq 3 ]
 }
 
@@ -187,7 +187,7 @@ os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ $output == *"Stale file handle"* ]]
-	[ "$(kv_get /k)" = theirs ]
+	kv_is /k theirs
 
 	# Once the mount has read the new revision, rm works.
 	fs_wait_value "$MNT/k" theirs
@@ -242,7 +242,7 @@ exit 0
 		fi
 	done
 	[ "$failed" -eq 0 ]
-	[ "$(kv_get /counter)" = 200 ]
+	kv_is /counter $'200\n'
 	[ "$(kv_meta /counter version)" -eq 201 ]
 	[ "$(cat "$MNT/counter")" = 200 ]
 }

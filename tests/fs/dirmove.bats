@@ -66,7 +66,7 @@ dump_under()
 	mv "$MNT/d" "$MNT/e"
 	[ "$(dump_under /e)" = "$before" ]
 	[ -z "$(dump_under /d)" ]
-	[ "$(kv_get /other)" = o ]
+	kv_is /other o
 	[ "$(cat "$MNT/e/sub/x")" = "in sub" ]
 	[ ! -e "$MNT/d" ]
 	[ "$(ls "$MNT/e" | wc -l)" -eq 9 ]
@@ -90,7 +90,7 @@ dump_under()
 	[ "$(getfattr --only-values -n user.etcd.resourceVersion "$MNT/e/k01")" -eq $((rev + 1)) ]
 	# later edits go to the new keys; the watch's own events change nothing
 	echo new | cat >"$MNT/e/k02"
-	[ "$(kv_get /e/k02)" = new ]
+	kv_is /e/k02 $'new\n'
 	kv_absent /d/k02
 	wait_mirror_equal
 }
@@ -116,7 +116,7 @@ dump_under()
 	[ "$status" -ne 0 ]
 	if fs_v2; then
 		# v2 copies key by key: the copy of k03 fails on its revision
-		[ "$(kv_get /d/k03)" = theirs ]
+		kv_is /d/k03 theirs
 		rm -f "$HOLD"
 		return 0
 	fi
@@ -124,7 +124,7 @@ dump_under()
 	[ "$(kv_rev)" = "$rev" ]
 	[ "$(kv_dump)" = "$before" ]
 	[ -z "$(dump_under /e)" ]
-	[ "$(kv_get /d/k03)" = theirs ]
+	kv_is /d/k03 theirs
 	rm -f "$HOLD"
 	fs_wait_value "$MNT/d/k03" theirs
 	[ -d "$MNT/d" ]
@@ -163,7 +163,7 @@ held_put()
 	[[ $output == *"Stale file handle"* ]]
 	[ "$(kv_rev)" = "$rev" ]
 	[ "$(kv_dump)" = "$before" ]
-	[ "$(kv_get /d/theirs)" = new ]
+	kv_is /d/theirs new
 	[ -z "$(dump_under /e)" ]
 	rm -f "$HOLD"
 	fs_wait_value "$MNT/d/theirs" new
@@ -267,9 +267,9 @@ except OSError as e:
 	fs_wait_value "$MNT/b/k01" v01
 	run mv -T "$MNT/a" "$MNT/b"
 	[ "$status" -ne 0 ]
-	[ "$(kv_get /a/k01)" = v01 ]
+	kv_is /a/k01 v01
 	mv -T "$MNT/a" "$MNT/empty"
-	[ "$(kv_get /empty/k02)" = v02 ]
+	kv_is /empty/k02 v02
 	kv_absent /a/k01
 	[ "$(cat "$MNT/empty/k01")" = v01 ]
 }
@@ -305,8 +305,8 @@ except OSError as e:
 	fs_v2 || wait "$mvpid"
 	wait "$tpid"
 	wait "$rpid"
-	[ "$(kv_get /e/new)" = new ]
-	[ "$(kv_get /e/sub2/x)" = o ]
+	kv_is /e/new $'new\n'
+	kv_is /e/sub2/x o
 	kv_absent /d/new
 	[ -z "$(kv_keys /d/)" ]
 	[ "$(cat "$MNT/e/new")" = new ]
@@ -316,7 +316,7 @@ except OSError as e:
 	# transaction too (not mv's copy): the file kept its inode
 	fs_v2 || [ "$(stat -c %i "$MNT/e/sub2/x")" = "$ino" ]
 	[ ! -e "$MNT/d" ]
-	[ "$(kv_get /e/k01)" = v01 ]
+	kv_is /e/k01 v01
 }
 
 @test "mv of a directory whose answer is lost is settled: one revision, mv succeeds" {
