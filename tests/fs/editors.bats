@@ -108,7 +108,7 @@ wait_screen()
 
 _tmux_gone()
 {
-	! tmux_run has-session -t ed 2>/dev/null
+	! tmux_run has-session -t ed 2>/dev/null || false
 }
 
 wait_exit()

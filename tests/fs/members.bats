@@ -61,7 +61,7 @@ teardown()
 stop_member_1()
 {
 	cluster_stop_member "$CLUSTER_DIR" 1
-	! kill -0 "$(cat "$CLUSTER_DIR/m1/pid" 2>/dev/null)" 2>/dev/null
+	! kill -0 "$(cat "$CLUSTER_DIR/m1/pid" 2>/dev/null)" 2>/dev/null || false
 	export ETCDCTL_ENDPOINTS=$EP2,$EP3
 	run curl -s --max-time 2 "$EP1/health"
 	[ "$status" -ne 0 ]
@@ -187,7 +187,7 @@ fails_without_option()
 			"$BATS_TEST_TMPDIR/mnt"
 		[ "$status" -ne 0 ]
 		[[ $output == *"refresh_endpoints"* ]]
-		! fs_is_mounted "$BATS_TEST_TMPDIR/mnt"
+		! fs_is_mounted "$BATS_TEST_TMPDIR/mnt" || false
 	done
 	run "$ETCDFS" --help
 	[[ $output == *"refresh_endpoints[=SEC]"* ]]

@@ -225,5 +225,5 @@ EOF
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ $output == *"revision=1 needs etcd's v3 API: v2 keeps no past revisions"* ]]
-	! fs_is_mounted "$past"
+	! fs_is_mounted "$past" || false
 }

@@ -357,7 +357,7 @@ k8s()
 	run fs_try 'os.getxattr(args[0], "user.k8s.kind")' "$MNT/plain"
 	[ "$output" = ENODATA ]
 	run getfattr --absolute-names -d -m '^user\.' "$MNT/plain"
-	! grep -q 'user\.k8s' <<<"$output"
+	! grep -q 'user\.k8s' <<<"$output" || false
 	# a JSON object without a kind has none
 	kv_put /nokind '{"apiVersion":"v1"}'
 	wait_for 10 test -e "$MNT/nokind"
