@@ -170,12 +170,22 @@ os.close(fd)' "$MNT/other"
 	[ "$(cat "$MNT/obj")" = 'TC1 3:a=1,' ]
 }
 
+# The time since @1 (${EPOCHREALTIME/./}), in ms.
+ms_since()
+{
+	echo $(((${EPOCHREALTIME/./} - $1) / 1000))
+}
+
 @test "a hanging codec is killed after the request timeout; the mount answers" {
 	local start took pid child
+	# the request timeout (5 s, setup's) is the subject: never scaled;
+	# how late the kill may come is a limit on the machine: scaled
+	local late=$((3000 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
 	kv_put /h 'TC1 3:a=1,'
 	kv_put /other 'TC1 3:b=2,'
 	echo decode:hang >"$TESTCODEC_CTL"
 
+	start=${EPOCHREALTIME/./}
 	cat "$MNT/h" >"$BATS_TEST_TMPDIR/out" &
 	pid=$!
 	# while it hangs, the mount answers
@@ -184,6 +194,9 @@ os.close(fd)' "$MNT/other"
 	kv_is /other 'TC1 3:b=2,'
 	[ "$(getfattr --only-values -n user.etcd.version "$MNT/other")" != "" ]
 	wait "$pid"
+	took=$(ms_since "$start")
+	echo "the read took $took ms"
+	((took >= 5000 && took < 5000 + late))
 	# killed: the raw value is shown
 	[ "$(cat "$BATS_TEST_TMPDIR/out")" = 'TC1 3:a=1,' ]
 	grep "'h' shown raw: .*(killed after the request timeout)" "$FS_LOG"
@@ -200,7 +213,11 @@ os.close(fd)' "$MNT/other"
 	# an encode that hangs is killed too, and nothing is written
 	echo encode:hang >"$TESTCODEC_CTL"
 	rm -f "$TESTCODEC_CTL.child" "$TESTCODEC_CTL.pid"
+	start=${EPOCHREALTIME/./}
 	run sh -c 'printf "a: 9\n" | cat >"$1"' sh "$MNT/h"
+	took=$(ms_since "$start")
+	echo "the write took $took ms"
+	((took >= 5000 && took < 5000 + late))
 	[ "$status" -ne 0 ]
 	[[ $output == *"Invalid argument"* ]]
 	kv_is /h 'TC1 3:a=1,'
