@@ -23,7 +23,7 @@ teardown()
 
 _not_mounted()
 {
-	! fs_is_mounted "$1"
+	! fs_is_mounted "$1" || false
 }
 
 @test "ls shows keys as files and prefixes as directories" {
@@ -102,7 +102,7 @@ _not_mounted()
 	if fs_v2; then
 		# etcd v2 would send it back with U+FFFD for each bad byte
 		[ "$output" = ENOTSUP ]
-		[ "$(kv_get /k)" = old ]
+		kv_is /k old
 		[ "$(cat "$MNT/k")" = old ]
 		run fs_try 'with open(args[0], "wb") as f: f.write(b"\xc3")' \
 			"$MNT/new"
@@ -154,7 +154,7 @@ _not_mounted()
 	mkdir -p "$MNT/new/deeper"
 	printf 'v\n' >"$MNT/new/deeper/file"
 
-	[ "$(kv_get /new/deeper/file)" = v ]
+	kv_is /new/deeper/file $'v\n'
 	[ "$(kv_keys)" = /new/deeper/file ]
 	[ -d "$MNT/new/deeper" ]
 }
@@ -170,8 +170,8 @@ _not_mounted()
 	run fs_try 'os.rmdir(args[0])' "$MNT/mine"
 	echo "$output"
 	[ "$output" = ENOTEMPTY ]
-	[ "$(kv_get /full/x)" = 1 ]
-	[ "$(kv_get /mine/y)" = y ]
+	kv_is /full/x 1
+	kv_is /mine/y y
 	[ -d "$MNT/full" ]
 }
 
@@ -209,7 +209,7 @@ os.write(fd, b"new")
 os.close(fd)' "$MNT/exists"
 	echo "$output"
 	[ "$output" = EEXIST ]
-	[ "$(kv_get /exists)" = old ]
+	kv_is /exists old
 	[ "$(kv_rev)" -eq "$rev" ]
 }
 
@@ -226,7 +226,7 @@ os.write(fd, b"mine")
 os.close(fd)' "$MNT/dir/late"
 	echo "$output"
 	[ "$output" = EEXIST ]
-	[ "$(kv_get /dir/late)" = theirs ]
+	kv_is /dir/late theirs
 	[ "$(kv_meta /dir/late version)" -eq 1 ]
 }
 
@@ -237,7 +237,7 @@ os.write(fd, b"fresh")
 os.close(fd)' "$MNT/fresh"
 	echo "$output"
 	[ "$output" = OK ]
-	[ "$(kv_get /fresh)" = fresh ]
+	kv_is /fresh fresh
 	[ "$(kv_meta /fresh version)" -eq 1 ]
 }
 
@@ -250,7 +250,7 @@ os.close(fd)' "$MNT/fresh"
 	printf 'new key\n' >"$MNT/n"
 
 	[ "$(kv_get /k | hex)" = "$(printf 'hello\n' | hex)" ]
-	[ "$(kv_get /n)" = "new key" ]
+	kv_is /n $'new key\n'
 	[ "$(kv_meta /k version)" -eq 2 ]
 	run kv_history "$rev"
 	[ "$status" -eq 0 ]
@@ -271,7 +271,7 @@ if r != b"old":
 os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$output" = OK ]
-	[ "$(kv_get /k)" = pending ]
+	kv_is /k pending
 	[ "$(kv_meta /k version)" -eq 2 ]
 }
 
@@ -297,7 +297,7 @@ os.close(fd)' "$MNT/k"
 	: >>"$MNT/k"
 
 	[ "$(kv_rev)" -eq "$rev" ]
-	[ "$(kv_get /k)" = value ]
+	kv_is /k value
 	[ "$(kv_meta /k version)" -eq 1 ]
 }
 
@@ -452,8 +452,8 @@ os.close(fd)' "$MNT/k" "$BATS_TEST_TMPDIR/old" "$BATS_TEST_TMPDIR/new"
 	# fs_unmount checks the exit status, and the log for a sanitizer's
 	# report (a leak of an open file's state)
 	fs_unmount
-	[ "$(kv_get /w)" = value ]
-	[ "$(kv_get /r)" = value ]
+	kv_is /w value
+	kv_is /r value
 }
 
 @test "-o ro: every change fails with EROFS" {
@@ -504,7 +504,7 @@ EOF
 	run bash -c 'echo x >"$1"' _ "$MNT/file"
 	[[ $output == *"Read-only file system"* ]]
 	[ "$(kv_rev)" -eq "$rev" ]
-	[ "$(kv_get /file)" = value ]
+	kv_is /file value
 	[ "$(kv_keys)" = "$(printf '/dir/inner\n/file')" ]
 
 	# the kernel knows: /proc/mounts and findmnt say ro
@@ -542,8 +542,8 @@ EOF
 	printf 'new' >"$MNT/new"
 	mkdir "$MNT/sub"
 	printf 'deep' >"$MNT/sub/f"
-	[ "$(kv_get /app/new)" = new ]
-	[ "$(kv_get /app/sub/f)" = deep ]
+	kv_is /app/new new
+	kv_is /app/sub/f deep
 	rm "$MNT/a"
 	kv_absent /app/a
 	if fs_v2; then
@@ -551,7 +551,7 @@ EOF
 	else
 		[ "$(kv_keys)" = "$(printf '/app/d/b\n/app/new\n/app/sub/f\n/apple\n/other/y\napp')" ]
 	fi
-	[ "$(kv_get /apple)" = x ]
+	kv_is /apple x
 }
 
 @test "-o uid=,gid=,umask= set the owner and mode of every file" {

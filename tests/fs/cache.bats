@@ -113,7 +113,7 @@ put_values()
 	cmp "$MNT/v/k003~" "$want/k003"
 	echo new >"$MNT/v/k003"
 	rm "$MNT/v/k003~"
-	[ "$(kv_get /v/k003)" = new ]
+	kv_is /v/k003 $'new\n'
 
 	# and a sed -i of an evicted file
 	for f in "$MNT"/v/k01*; do cat "$f" >/dev/null; done
@@ -168,7 +168,7 @@ put_values()
 	# the mount's own write: another process sees the new size at once
 	printf 'longer value\n' >"$MNT/d/g"
 	[ "$(sh -c 'stat -c %s "$1"' sh "$MNT/d/g")" -eq 13 ]
-	[ "$(kv_get /d/g)" = "longer value" ]
+	kv_is /d/g $'longer value\n'
 }
 
 # grpc_sent: the bytes etcd has sent to its clients so far.

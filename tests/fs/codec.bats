@@ -39,7 +39,7 @@ runs()
 @test "cat shows what decode writes; etcd keeps the raw value" {
 	kv_put /svc 'TC1 9:app=nginx,10:replicas=3,'
 	[ "$(cat "$MNT/svc")" = "$(printf '# testcodec\napp: nginx\nreplicas: 3')" ]
-	[ "$(kv_get /svc)" = 'TC1 9:app=nginx,10:replicas=3,' ]
+	kv_is /svc 'TC1 9:app=nginx,10:replicas=3,'
 	# from the open on, stat shows the view's size
 	[ "$(stat -c %s "$MNT/svc")" -eq 35 ]
 	# the view is kept with the value: a second reader runs nothing
@@ -103,23 +103,23 @@ runs()
 	rev=$(kv_meta /k mod_revision)
 
 	printf 'app: web\nreplicas: 2\n' >"$MNT/k"
-	[ "$(kv_get /k)" = 'TC1 7:app=web,10:replicas=2,' ]
+	kv_is /k 'TC1 7:app=web,10:replicas=2,'
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 1)) ]
 	[ "$(cat "$MNT/k")" = "$(printf '# testcodec\napp: web\nreplicas: 2')" ]
 
 	sed -i 's/replicas: 2/replicas: 5/' "$MNT/k"
-	[ "$(kv_get /k)" = 'TC1 7:app=web,10:replicas=5,' ]
+	kv_is /k 'TC1 7:app=web,10:replicas=5,'
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 2)) ]
 
 	timeout 60 vim -es -Nu NONE -i NONE -c '%s/web/api/' -c 'wq' "$MNT/k" \
 		</dev/null
-	[ "$(kv_get /k)" = 'TC1 7:app=api,10:replicas=5,' ]
+	kv_is /k 'TC1 7:app=api,10:replicas=5,'
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 3)) ]
 	[ "$(kv_keys)" = /k ]
 
 	# a new file is encoded too
 	printf 'x: 1\n' >"$MNT/new"
-	[ "$(kv_get /new)" = 'TC1 3:x=1,' ]
+	kv_is /new 'TC1 3:x=1,'
 }
 
 @test "a text encode refuses fails with EINVAL and writes nothing" {
@@ -138,7 +138,7 @@ os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ $output == *"Invalid argument"* ]]
-	[ "$(kv_get /k)" = 'TC1 9:app=nginx,' ]
+	kv_is /k 'TC1 9:app=nginx,'
 	[ "$(kv_meta /k mod_revision)" -eq "$rev" ]
 	[ "$(kv_rev)" -eq "$rev" ]
 	[ "$(cat "$MNT/k")" = "$(printf '# testcodec\napp: nginx')" ]
@@ -170,20 +170,33 @@ os.close(fd)' "$MNT/other"
 	[ "$(cat "$MNT/obj")" = 'TC1 3:a=1,' ]
 }
 
+# The time since @1 (${EPOCHREALTIME/./}), in ms.
+ms_since()
+{
+	echo $(((${EPOCHREALTIME/./} - $1) / 1000))
+}
+
 @test "a hanging codec is killed after the request timeout; the mount answers" {
 	local start took pid child
+	# the request timeout (5 s, setup's) is the subject: never scaled;
+	# how late the kill may come is a limit on the machine: scaled
+	local late=$((3000 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
 	kv_put /h 'TC1 3:a=1,'
 	kv_put /other 'TC1 3:b=2,'
 	echo decode:hang >"$TESTCODEC_CTL"
 
+	start=${EPOCHREALTIME/./}
 	cat "$MNT/h" >"$BATS_TEST_TMPDIR/out" &
 	pid=$!
 	# while it hangs, the mount answers
 	wait_for 10 test -s "$TESTCODEC_CTL.child"
 	ls -l "$MNT" >/dev/null
-	[ "$(kv_get /other)" = 'TC1 3:b=2,' ]
+	kv_is /other 'TC1 3:b=2,'
 	[ "$(getfattr --only-values -n user.etcd.version "$MNT/other")" != "" ]
 	wait "$pid"
+	took=$(ms_since "$start")
+	echo "the read took $took ms"
+	((took >= 5000 && took < 5000 + late))
 	# killed: the raw value is shown
 	[ "$(cat "$BATS_TEST_TMPDIR/out")" = 'TC1 3:a=1,' ]
 	grep "'h' shown raw: .*(killed after the request timeout)" "$FS_LOG"
@@ -200,10 +213,14 @@ os.close(fd)' "$MNT/other"
 	# an encode that hangs is killed too, and nothing is written
 	echo encode:hang >"$TESTCODEC_CTL"
 	rm -f "$TESTCODEC_CTL.child" "$TESTCODEC_CTL.pid"
+	start=${EPOCHREALTIME/./}
 	run sh -c 'printf "a: 9\n" | cat >"$1"' sh "$MNT/h"
+	took=$(ms_since "$start")
+	echo "the write took $took ms"
+	((took >= 5000 && took < 5000 + late))
 	[ "$status" -ne 0 ]
 	[[ $output == *"Invalid argument"* ]]
-	[ "$(kv_get /h)" = 'TC1 3:a=1,' ]
+	kv_is /h 'TC1 3:a=1,'
 	grep "'h' not saved: .*(killed after the request timeout)" "$FS_LOG"
 	run kill -0 "$(cat "$TESTCODEC_CTL.pid")"
 	[ "$status" -ne 0 ]
@@ -219,11 +236,11 @@ os.close(fd)' "$MNT/other"
 	run python3 -c 'import os, sys; os.truncate(sys.argv[1], 3)' "$MNT/k"
 	[ "$status" -ne 0 ]
 	[[ $output == *"Operation not supported"* ]]
-	[ "$(kv_get /k)" = 'TC1 9:app=nginx,' ]
+	kv_is /k 'TC1 9:app=nginx,'
 	[ "$(kv_meta /k mod_revision)" -eq "$rev" ]
 	# truncate(1) cuts the open file's text, which is then encoded
 	truncate -s 12 "$MNT/k"
-	[ "$(kv_get /k)" = 'TC1 ' ]
+	kv_is /k 'TC1 '
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 1)) ]
 }
 
@@ -238,7 +255,7 @@ os.write(fd, b"# testcodec\na: 3\n")
 os.close(fd)' "$MNT/k"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /k)" = 'TC1 3:a=2,' ]
+	kv_is /k 'TC1 3:a=2,'
 	fs_wait_value "$MNT/k" $'# testcodec\na: 2\n'
 }
 
@@ -251,11 +268,11 @@ os.close(fd)' "$MNT/k"
 	[ "$(cat "$MNT/plain/a")" = 'TC1 3:a=1,' ]
 	[ "$(runs decode)" -eq 0 ]
 	printf 'raw text' >"$MNT/plain/b"
-	[ "$(kv_get /plain/b)" = 'raw text' ]
+	kv_is /plain/b 'raw text'
 	[ "$(runs encode)" -eq 0 ]
 	[ "$(tail -n 1 "$MNT/enc/a")" = 'a: 1' ]
 	printf 'b: 2\n' >"$MNT/enc/b"
-	[ "$(kv_get /enc/b)" = 'TC1 3:b=2,' ]
+	kv_is /enc/b 'TC1 3:b=2,'
 
 	# a codec_prefix above the mount's prefix covers every key of it
 	fs_unmount

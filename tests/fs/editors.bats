@@ -108,7 +108,7 @@ wait_screen()
 
 _tmux_gone()
 {
-	! tmux_run has-session -t ed 2>/dev/null
+	! tmux_run has-session -t ed 2>/dev/null || false
 }
 
 wait_exit()
@@ -132,7 +132,7 @@ wait_exit()
 	echo "$output"
 	[ "$status" -eq 0 ]
 	check_saved "$rev" /etc/app.conf "${APP_CONF/mode = old/mode = new}"
-	[ "$(kv_get /etc/other.conf)" = 'mode = old' ]
+	kv_is /etc/other.conf 'mode = old'
 }
 
 @test "vim with the default setup, typed at in a terminal, saves one revision" {
@@ -166,7 +166,7 @@ wait_exit()
 	tmux_run send-keys -t ed ':q!' Enter
 	wait_exit
 
-	[ "$(kv_get /etc/app.conf)" = 'changed by someone else' ]
+	kv_is /etc/app.conf 'changed by someone else'
 	[ "$(kv_rev)" -eq "$rev" ]
 	[ "$(kv_keys)" = "$SEEDED" ]
 	run ls -A "$MNT/etc"
@@ -245,8 +245,8 @@ $APP_CONF"
 	run kv_history "$rev"
 	echo "$output"
 	[ "$(LC_ALL=C sort <<<"$output")" = "$(printf 'PUT /etc/other.conf\nPUT /etc/sub/x')" ]
-	[ "$(kv_get /etc/other.conf)" = 'mode = perl' ]
-	[ "$(kv_get /etc/sub/x)" = 'perl x' ]
+	kv_is /etc/other.conf 'mode = perl'
+	kv_is /etc/sub/x 'perl x'
 	[ "$(kv_keys)" = "$SEEDED" ]
 	run ls -A "$MNT/etc/sub"
 	echo "in the mount: $output"

@@ -316,7 +316,7 @@ bad_timeouts()
 	[ "$(cat "$MNT/k")" = v ]
 	grep -qF "etcdfs: user 'root' (from ETCDCTL_USER), password from ETCDCTL_USER" "$LOG"
 	# never the password itself
-	! grep -q s3cret "$LOG"
+	! grep -q s3cret "$LOG" || false
 	stop_daemon
 	ETCDCTL_USER=root ETCDCTL_PASSWORD=s3cret start_daemon -d \
 		-o prefix=/secret "$ep"
@@ -380,15 +380,15 @@ bad_timeouts()
 	cat "$lf"
 	grep -qE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} etcdfs\[$pid\]: serving $ETCD_ENDPOINT at $MNT$" "$lf"
 	grep -qE " etcdfs\[$pid\]: unmounting $MNT \(unmounted\)$" "$lf"
-	! grep -q 'etcdfs: ' "$lf"
+	! grep -q 'etcdfs: ' "$lf" || false
 
 	# in the foreground too: after the mount, only the file
 	start_daemon -d -o "prefix=$P,logfile=$lf" "$ETCD_ENDPOINT"
 	[ "$(cat "$MNT/k")" = v ]
 	stop_daemon
 	grep -q 'opcode: LOOKUP' "$lf"
-	! grep -q 'opcode: LOOKUP' "$LOG"
-	! grep -q 'etcdfs: ' "$lf"
+	! grep -q 'opcode: LOOKUP' "$LOG" || false
+	! grep -q 'etcdfs: ' "$lf" || false
 
 	# what fails before the mount is on the terminal as well
 	expect_failure "^etcdfs: cannot reach 'http://127.0.0.1:1': " \

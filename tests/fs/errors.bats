@@ -89,11 +89,11 @@ check_recovered()
 	[ "$(ls "$MNT/unseen")" = b ]
 	[ "$(cat "$MNT/unread")" = w ]
 	printf 'after' >"$MNT/k"
-	[ "$(kv_get /k)" = after ]
+	kv_is /k after
 	# (dir goes with its last key if that delete was applied)
 	mkdir -p "$MNT/dir"
 	printf 'created' >"$MNT/dir/new"
-	[ "$(kv_get /dir/new)" = created ]
+	kv_is /dir/new created
 	# (a delete that timed out may have been applied meanwhile)
 	wait_for 10 _mirror_caught_up
 	rm -f "$MNT/dir/a"
@@ -125,11 +125,11 @@ os.close(fd)' "$MNT/excl"
 	expect_down_errno 'os.rename(args[0], args[1])' "$MNT/k" "$MNT/renamed"
 
 	etcd_start_again
-	[ "$(kv_get /k)" = v ]
+	kv_is /k v
 	kv_absent /dir/created
 	kv_absent /excl
 	kv_absent /renamed
-	[ "$(kv_get /dir/a)" = 1 ]
+	kv_is /dir/a 1
 	check_recovered
 }
 
@@ -174,7 +174,7 @@ os.close(fd)' "$MNT/k"
 	ETCD_FROZEN=
 	# A request that timed out after it was sent may still be applied
 	# when etcd wakes up: ETIMEDOUT means "outcome unknown".
-	[[ $(kv_get /k) == v || $(kv_get /k) == x ]]
+	kv_is /k v || kv_is /k x
 	check_recovered
 }
 
@@ -220,7 +220,7 @@ os.close(fd)' "$MNT/k" "$(cat "$ETCD_DIR/pid")"
 	etcd_stop "$ETCD_DIR" || true
 
 	etcd_start_again
-	[ "$(kv_get /k)" = v ]
+	kv_is /k v
 	[ "$(kv_meta /k version)" -eq 1 ]
 	check_recovered
 }

@@ -113,21 +113,21 @@ for i in range(20):
 		mv "$MNT/f" "$MNT/g$i"
 		kv_absent /f
 		kv_has "/g$i"
-		[ -z "$(kv_get "/g$i")" ]
+		kv_is "/g$i" ''
 	done
 	for ((i = 0; i < 10; i++)); do
 		kv_put "/h$i" content
 		: >"$MNT/h$i"
 		mv "$MNT/h$i" "$MNT/k$i"
 		kv_absent "/h$i"
-		[ -z "$(kv_get "/k$i")" ]
+		kv_is "/k$i" ''
 	done
 	late_commits
 	[ "$(ls "$MNT" | paste -sd ' ')" = "g0 g1 g2 g3 g4 g5 g6 g7 g8 g9 k0 k1 k2 k3 k4 k5 k6 k7 k8 k9" ]
 	[ "$(kv_keys | paste -sd ' ')" = "/g0 /g1 /g2 /g3 /g4 /g5 /g6 /g7 /g8 /g9 /k0 /k1 /k2 /k3 /k4 /k5 /k6 /k7 /k8 /k9" ]
 	# a later write to the name works
 	echo again >"$MNT/g0"
-	[ "$(kv_get /g0)" = again ]
+	kv_is /g0 $'again\n'
 }
 
 @test "a file truncated and closed unwritten, then opened again at once, starts from that truncation" {
@@ -140,7 +140,7 @@ for i in range(20):
 	done
 	for ((i = 0; i < 20; i++)); do
 		[ "$(kv_get "/g$i" | hex)" = 000000 ]
-		[ "$(kv_get "/h$i")" = y ]
+		kv_is "/h$i" $'y\n'
 	done
 }
 
@@ -156,13 +156,13 @@ for i in range(20):
 		close
 	echo "$output"
 	[ "$output" = "open=ok fstat=0 seek_end=0 write=ok fstat=3 close=ok" ]
-	[ "$(kv_get /t)" = new ]
+	kv_is /t new
 
 	run probe "$MNT/a" "open wronly|creat|trunc" "write AAAA" seek_end \
 		"write BBBB" close
 	echo "$output"
 	[ "$output" = "open=ok write=ok seek_end=4 write=ok close=ok" ]
-	[ "$(kv_get /a)" = AAAABBBB ]
+	kv_is /a AAAABBBB
 	[ "$(cat "$MNT/a")" = AAAABBBB ]
 }
 
@@ -173,7 +173,7 @@ for i in range(20):
 	step write=ok "write hello"
 	[ "$(stat -c %s "$MNT/h")" -eq 5 ]
 	# what etcd has changes at close only
-	[ "$(kv_get /h)" = old ]
+	kv_is /h old
 	step trunc=ok "trunc 100000"
 	[ "$(stat -c %s "$MNT/h")" -eq 100000 ]
 	step seek_end=100000 seek_end
@@ -195,9 +195,9 @@ for i in range(20):
 	etcd_start_again
 	step write2=ok "write2 two"
 	step fsync2=ok fsync2
-	[ "$(kv_get /k)" = onetwo ]
+	kv_is /k onetwo
 	step close2=ok close2
-	[ "$(kv_get /k)" = onetwo ]
+	kv_is /k onetwo
 	[ "$(cat "$MNT/k")" = onetwo ]
 }
 
@@ -219,7 +219,7 @@ for i in range(20):
 	# the fsync's precondition fails; either way no call says 0 for
 	# data etcd does not have
 	if step fsync2=ok fsync2; then
-		[ "$(kv_get /k)" = onetwo ]
+		kv_is /k onetwo
 		step close2=ok close2
 	else
 		[ "$(kv_get /k)" != onetwo ]
@@ -261,7 +261,7 @@ for i in range(20):
 	echo "$output"
 	[ "$output" = "open=ok pwrite=EFBIG close=ok" ]
 	kv_has /new
-	[ -z "$(kv_get /new)" ]
+	kv_is /new ''
 	[ -f "$MNT/new" ]
 	[ "$(stat -c %s "$MNT/new")" -eq 0 ]
 }
@@ -273,7 +273,7 @@ for i in range(20):
 	echo "$output"
 	[ "$output" = "open=ok write=ok rename=ok write2=EBADF close=ok" ]
 	kv_absent /a
-	[ "$(kv_get /b)" = "new data" ]
+	kv_is /b "new data"
 	[ "$(cat "$MNT/b")" = "new data" ]
 	[ ! -e "$MNT/a" ]
 
@@ -286,7 +286,7 @@ for i in range(20):
 	[ "$output" = "open=ok write=ok rename=ok write=ok rename=ok fsync=ok close=ok" ]
 	kv_absent /n
 	kv_absent /m
-	[ "$(kv_get /d)" = hello_world ]
+	kv_is /d hello_world
 	[ "$(cat "$MNT/d")" = hello_world ]
 
 	# written, committed by fsync, renamed, written again
@@ -295,7 +295,7 @@ for i in range(20):
 	echo "$output"
 	[ "$output" = "open=ok write=ok fsync=ok rename=ok write=ok close=ok" ]
 	kv_absent /p
-	[ "$(kv_get /q)" = one_two ]
+	kv_is /q one_two
 	late_commits
 	[ "$(kv_keys | paste -sd ' ')" = "/b /d /q" ]
 }
@@ -308,7 +308,7 @@ for i in range(20):
 	echo "$output"
 	[ "$output" = "open=ok write=ok rename=ok write=ok close=ok" ]
 	[ "$(cat "$MNT/a~")" = new_more ]
-	[ "$(kv_get /a)" = old ]
+	kv_is /a old
 	kv_absent /a~
 
 	# from a temp name over a key: what is written after goes to the key
@@ -317,7 +317,7 @@ for i in range(20):
 		"rename $MNT/.c.AbC123 $MNT/c" "write _two" fstat close
 	echo "$output"
 	[ "$output" = "open=ok write=ok rename=ok write=ok fstat=7 close=ok" ]
-	[ "$(kv_get /c)" = one_two ]
+	kv_is /c one_two
 	[ "$(cat "$MNT/c")" = one_two ]
 	late_commits
 	[ "$(kv_keys | paste -sd ' ')" = "/a /c" ]
@@ -328,7 +328,7 @@ for i in range(20):
 	echo "$output" | tail -20
 	[ "$status" -eq 0 ]
 	[ "$output" = "failures=0" ]
-	[ "$(kv_get /b)" = lock ]
+	kv_is /b $'lock\n'
 	kv_absent /a
 }
 
@@ -382,7 +382,7 @@ for i in range(20):
 		git -C "$MNT/c$i" status --porcelain >"$BATS_TEST_TMPDIR/st"
 		[ ! -s "$BATS_TEST_TMPDIR/st" ]
 	done
-	[ "$(kv_get /c19/README)" = hello ]
+	kv_is /c19/README $'hello\n'
 	# no lock file left behind
 	[ -z "$(kv_keys | grep '\.lock$')" ]
 }
@@ -407,7 +407,7 @@ times_of()
 	touch -m -d @"$t3" "$MNT/k"
 	[ "$(times_of "$MNT/k")" = "$t3 $t2" ]
 	# etcd has nowhere to keep them: the key is as it was
-	[ "$(kv_get /k)" = one ]
+	kv_is /k one
 	[ "$(kv_meta /k version)" = "$ver" ]
 	now=$(date +%s)
 	touch "$MNT/k"
@@ -426,17 +426,17 @@ times_of()
 	[ "$(stat -c %Y "$MNT/new")" = "$t1" ]
 	kv_put /old value
 	cp -a "$LOCAL/f" "$MNT/old"
-	[ "$(kv_get /old)" = data ]
+	kv_is /old $'data\n'
 	[ "$(stat -c %Y "$MNT/old")" = "$t1" ]
 
 	tar -cf "$BATS_TEST_TMPDIR/t.tar" -C "$LOCAL" f
 	mkdir "$MNT/x"
 	tar -xf "$BATS_TEST_TMPDIR/t.tar" -C "$MNT/x"
-	[ "$(kv_get /x/f)" = data ]
+	kv_is /x/f $'data\n'
 	[ "$(stat -c %Y "$MNT/x/f")" = "$t1" ]
 
 	rsync -t "$LOCAL/f" "$MNT/r"
-	[ "$(kv_get /r)" = data ]
+	kv_is /r $'data\n'
 	[ "$(stat -c %Y "$MNT/r")" = "$t1" ]
 	# a rename keeps them, as on a local disk; a write does not
 	mv "$MNT/r" "$MNT/r2"
@@ -499,7 +499,7 @@ times_of()
 	kv_put /k old
 	mode=$(stat -c %a "$MNT/k")
 	mv "$MNT/.t.AbC123" "$MNT/k"
-	[ "$(kv_get /k)" = x ]
+	kv_is /k x
 	[ "$(stat -c %a "$MNT/k")" = "$mode" ]
 	run chmod 600 "$MNT/k"
 	[ "$status" -ne 0 ]

@@ -158,7 +158,7 @@ finally:
 assert map(args[0]) == b'value'" "$MNT/w"
 	echo "$output"
 	[ "$output" = OK ]
-	[ "$(kv_get /w)" = value ]
+	kv_is /w value
 }
 
 @test "a temp file, in memory, maps shared for writing as a local file" {
@@ -196,7 +196,7 @@ assert read_all(args[0]) == b'abcd456789', read_all(args[0])" "$MNT/scratch~"
 		[ "$status" -ne 0 ]
 		[[ $output == *"disk I/O error"* ]]
 		[ "$(kv_keys)" = /b.db ]
-		[ -z "$(kv_get /b.db)" ]
+		kv_is /b.db ''
 		return 0
 	fi
 	cp "$db" "$MNT/a.db"
@@ -272,7 +272,7 @@ assert m[:] == b'POLLUTED', m[:]
 os.close(fd)" "$MNT/p" "$rev"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /p)" = original ]
+	kv_is /p original
 	[ "$(kv_meta /p mod_revision)" -eq "$rev" ]
 	[ "$(cat "$MNT/p")" = original ]
 	run fs_try "$MAP_PY
@@ -299,5 +299,5 @@ got = os.pread(r, 100, 0)
 assert got == b'original', got" "$MNT/p" "$rev"
 	echo "$output"
 	[ "$output" = OK ]
-	[ "$(kv_get /p)" = original ]
+	kv_is /p original
 }

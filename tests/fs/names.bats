@@ -45,7 +45,7 @@ roundtrip()
 
 	printf v2 >"$MNT/$path"
 	[ "$(kv_keys_hex)" = "$khex" ]
-	[ "$(kv_get "$key")" = v2 ]
+	kv_is "$key" v2
 
 	rm "$MNT/$path"
 	[ -z "$(kv_keys_hex)" ]
@@ -54,7 +54,7 @@ roundtrip()
 	mkdir -p "$(dirname "$MNT/$path")"
 	printf v3 >"$MNT/$path"
 	[ "$(kv_keys_hex)" = "$khex" ]
-	[ "$(kv_get "$key")" = v3 ]
+	kv_is "$key" v3
 	[ "$(cat "$MNT/$path")" = v3 ]
 
 	rm "$MNT/$path"
@@ -194,19 +194,19 @@ with open(args[0], "wb") as f:
 	[ "$(stat -c %s "$MNT/a/%value")" -eq 10 ]
 
 	printf 'new-a' >"$MNT/a/%value"
-	[ "$(kv_get /a)" = new-a ]
-	[ "$(kv_get /a/b)" = value-of-b ]
+	kv_is /a new-a
+	kv_is /a/b value-of-b
 	[ "$(kv_keys)" = "$(printf '/a\n/a/b')" ]
 
 	rm "$MNT/a/%value"
 	kv_absent /a
-	[ "$(kv_get /a/b)" = value-of-b ]
+	kv_is /a/b value-of-b
 	[ ! -e "$MNT/a/%value" ]
 	[ "$(ls -A "$MNT/a")" = b ]
 
 	# Made through the mount again.
 	printf 'again' >"$MNT/a/%value"
-	[ "$(kv_get /a)" = again ]
+	kv_is /a again
 	[ "$(kv_keys)" = "$(printf '/a\n/a/b')" ]
 }
 
@@ -358,7 +358,7 @@ $call" "$MNT/d" "$long"
 	# nothing changed, and 255 bytes is a name like any other
 	[ "$(kv_dump)" = "$(printf '/d/f v\n/d/sub/g w')" ]
 	printf x >"$MNT/d/$max"
-	[ "$(kv_get "/d/$max")" = x ]
+	kv_is "/d/$max" x
 	mv "$MNT/d/$max" "$MNT/d/f"
 	[ "$(kv_dump)" = "$(printf '/d/f x\n/d/sub/g w')" ]
 }

@@ -138,7 +138,9 @@ if bad:
 		stat -c %s "$MNT/s$i" >"$BATS_TEST_TMPDIR/size$i" &
 		pids+=($!)
 	done
-	sleep 1
+	# all eight wait at the barrier (a bound on the machine: scaled)
+	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) \
+		eval '(($(fs_stat quorum_waits 1) - wait0 >= 8))'
 	kill -CONT "$ETCD_FROZEN"
 	ETCD_FROZEN=
 	for i in "${pids[@]}"; do

@@ -92,7 +92,7 @@ overwrite_case()
 	cat "$f" >/dev/null
 	eval "$1"
 	[ "$(cat "$f")" = "$2" ]
-	[ "$(kv_get /d/k0000)" = "$2" ]
+	kv_is /d/k0000 "$2"
 	[ "$(stat -c %s "$f")" -eq "${#2}" ]
 }
 

@@ -127,8 +127,8 @@ _df_used_is_db_size()
 		[[ $output == *NOSPACE* ]]
 		echo v2 >"$BATS_TEST_TMPDIR/v"
 		cp "$BATS_TEST_TMPDIR/v" "$MNT/fill/after"
-		[ "$(kv_get /fill/after)" = v2 ]
-		! grep -q NOSPACE "$FS_LOG"
+		kv_is /fill/after $'v2\n'
+		! grep -q NOSPACE "$FS_LOG" || false
 		return 0
 	fi
 	for ((i = 0; i < 30; i++)); do

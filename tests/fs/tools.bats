@@ -183,7 +183,7 @@ ls_shape()
 	printf 'via tee\n' | tee "$MNT/teed" >/dev/null
 	printf 'more\n' | tee -a "$MNT/teed" >/dev/null
 
-	[ "$(kv_get /teed)" = "$(printf 'via tee\nmore')" ]
+	kv_is /teed $'via tee\nmore\n'
 }
 
 @test "mkdir -p then a file makes the nested key" {
@@ -191,7 +191,7 @@ ls_shape()
 	[ -d "$MNT/a/b/c" ]
 	printf 'deep' >"$MNT/a/b/c/f"
 
-	[ "$(kv_get /a/b/c/f)" = deep ]
+	kv_is /a/b/c/f deep
 	[ "$(kv_keys)" = /a/b/c/f ]
 	mkdir -p "$MNT/a/b/c"
 }
@@ -230,7 +230,7 @@ ls_shape()
 	mv "$MNT/a" "$MNT/b"
 	[ ! -e "$MNT/a" ]
 	[ "$(cat "$MNT/b")" = value-a ]
-	[ "$(kv_get /b)" = value-a ]
+	kv_is /b value-a
 	kv_absent /a
 	if fs_v2; then
 		[ "$(kv_rev)" -eq $((rev + 2)) ]
@@ -248,7 +248,7 @@ ls_shape()
 	rev=$(kv_rev)
 
 	mv "$MNT/src" "$MNT/dst"
-	[ "$(kv_get /dst)" = new ]
+	kv_is /dst new
 	[ "$(kv_meta /dst version)" -eq 2 ]
 	kv_absent /src
 	if fs_v2; then
@@ -266,7 +266,7 @@ ls_shape()
 	kv_put /d2/g w
 	mv "$MNT/d1/f" "$MNT/d2/"
 
-	[ "$(kv_get /d2/f)" = v ]
+	kv_is /d2/f v
 	kv_absent /d1/f
 	[ "$(kv_keys)" = "$(printf '/d2/f\n/d2/g')" ]
 }
@@ -286,7 +286,7 @@ ls_shape()
 	[ "$(cat "$MNT/d2/a")" = 1 ]
 	[ "$(cat "$MNT/d2/s/b")" = 2 ]
 	[ "$(kv_keys)" = "$(printf '/d1x\n/d2/a\n/d2/s/b')" ]
-	[ "$(kv_get /d2/s/b)" = 2 ]
+	kv_is /d2/s/b 2
 }
 
 @test "touch makes an empty key and leaves an existing one alone" {
@@ -295,7 +295,7 @@ ls_shape()
 	touch "$MNT/new" "$MNT/old"
 	kv_has /new
 	[ "$(kv_get /new | wc -c)" -eq 0 ]
-	[ "$(kv_get /old)" = value ]
+	kv_is /old value
 	[ -f "$MNT/new" ]
 }
 
@@ -336,8 +336,8 @@ os.close(fd)' "$MNT/f"
 	echo line2 >>"$MNT/log"
 	echo line3 >>"$MNT/log"
 	echo first >>"$MNT/newlog"
-	[ "$(kv_get /log)" = "$(printf 'line1\nline2\nline3')" ]
-	[ "$(kv_get /newlog)" = first ]
+	kv_is /log $'line1\nline2\nline3\n'
+	kv_is /newlog $'first\n'
 	[ "$(cat "$MNT/log")" = "$(printf 'line1\nline2\nline3')" ]
 }
 
@@ -350,9 +350,9 @@ os.close(fd)' "$MNT/f"
 	printf Z | dd of="$MNT/new" bs=1 seek=5 status=none
 	[ "$(kv_get /new | hex)" = "$(printf '\0\0\0\0\0Z' | hex)" ]
 	printf J | dd of="$MNT/g" bs=1 conv=notrunc status=none
-	[ "$(kv_get /g)" = "Jello world" ]
+	kv_is /g 'Jello world'
 	printf Q | dd of="$MNT/g" bs=1 seek=3 status=none
-	[ "$(kv_get /g)" = "JelQ" ]
+	kv_is /g JelQ
 	dd if=/dev/zero of="$MNT/zeros" bs=4096 count=0 seek=3 status=none
 	[ "$(stat -c %s "$MNT/zeros")" -eq 12288 ]
 	[ "$(kv_get /zeros | hex)" = "$(head -c 12288 /dev/zero | hex)" ]
@@ -365,7 +365,7 @@ os.close(fd)' "$MNT/f"
 	rev=$(kv_rev)
 
 	cp "$BATS_TEST_TMPDIR/src" "$MNT/k"
-	[ "$(kv_get /k)" = copied ]
+	kv_is /k $'copied\n'
 	[ "$(kv_history "$rev")" = "PUT /k" ]
 }
 
@@ -395,7 +395,7 @@ os.close(fd)' "$MNT/small"
 
 	# The mount goes on working.
 	printf ok >"$MNT/after"
-	[ "$(kv_get /after)" = ok ]
+	kv_is /after ok
 }
 
 # Python's atomic write: a temp file from tempfile in the same directory,
@@ -431,8 +431,8 @@ with tempfile.TemporaryFile(dir=d) as f:
 	run kv_history "$rev"
 	echo "$output"
 	[ "$output" = "$(printf 'PUT /conf/app.json\nPUT /conf/new.json\nPUT /conf/app.json')" ]
-	[ "$(kv_get /conf/app.json)" = '{"v": 3}' ]
-	[ "$(kv_get /conf/new.json)" = '{}' ]
+	kv_is /conf/app.json $'{"v": 3}\n'
+	kv_is /conf/new.json $'{}\n'
 	[ "$(ls -A "$MNT/conf")" = "$(printf 'app.json\nnew.json')" ]
 }
 
@@ -457,8 +457,8 @@ with tempfile.TemporaryFile(dir=d) as f:
 	run kv_history "$rev"
 	echo "$output"
 	[ "$output" = "$(printf 'PUT /d/doc\nPUT /d/.hidden.part\nPUT /d/report.part')" ]
-	[ "$(kv_get /d/doc)" = new ]
-	[ "$(kv_get /d/report.part)" = edited ]
+	kv_is /d/doc new
+	kv_is /d/report.part edited
 }
 
 # A new file whose name is a temp name stays in memory; -o notemp sends
@@ -474,6 +474,6 @@ with tempfile.TemporaryFile(dir=d) as f:
 	fs_mount notemp
 	printf 'stored' >"$MNT/tmpstorage1"
 	printf 'stored too' >"$MNT/app.conf~"
-	[ "$(kv_get /tmpstorage1)" = stored ]
-	[ "$(kv_get /app.conf~)" = 'stored too' ]
+	kv_is /tmpstorage1 stored
+	kv_is /app.conf~ 'stored too'
 }

@@ -65,7 +65,7 @@ etcd_leases()
 	echo "etcd: $left s left"
 	((left > 590 && left <= 600))
 	# one new revision, the same value
-	[ "$(kv_get /k)" = v ]
+	kv_is /k v
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 1)) ]
 	[ "$(kv_rev)" -eq $((rev + 1)) ]
 	# the mount shows it at once
@@ -106,8 +106,8 @@ etcd_leases()
 	[[ $output == *"No such attribute"* ]]
 	fs_v2 || [ "$(xattr lease "$MNT/a")" = 0 ]
 	sleep 5
-	[ "$(kv_get /a)" = v ]
-	[ "$(kv_get /b)" = w ]
+	kv_is /a v
+	kv_is /b w
 	[ "$(cat "$MNT/a")" = v ]
 	# nothing to remove any more
 	run setfattr -x user.etcd.ttl "$MNT/b"
@@ -133,7 +133,7 @@ etcd_leases()
 	[ "$status" -ne 0 ]
 	[ "$status" -ne 9 ]
 	[[ $output == *"Stale file handle"* ]]
-	[ "$(kv_get /k)" = two ]
+	kv_is /k two
 	[ "$(kv_meta /k mod_revision)" = "$r2" ]
 	[ "$(etcd_ttl /k)" = 0 ]
 	# the lease granted for the failed put was revoked
@@ -167,9 +167,9 @@ etcd_leases()
 	lease=$(kv_meta /k lease)
 
 	echo two | cat >"$MNT/k"
-	[ "$(kv_get /k)" = two ]
+	kv_is /k $'two\n'
 	sed -i s/two/three/ "$MNT/k"
-	[ "$(kv_get /k)" = three ]
+	kv_is /k $'three\n'
 	if fs_v2; then
 		# documented: a v2 write through the mount makes the key
 		# permanent
@@ -222,7 +222,7 @@ lease_hex()
 	setfattr -x user.etcd.ttl "$MNT/k"
 	[ "$(etcd_ttl /k)" = 0 ]
 	fs_v2 || [ -z "$(etcd_leases)" ]
-	[ "$(kv_get /k)" = v ]
+	kv_is /k v
 }
 
 @test "a lease another client attached is left running when the mount moves the key off it" {
@@ -252,7 +252,7 @@ lease_hex()
 	"$ETCDCTL_BIN" lease timetolive --keys "$lo" | grep -q '/o2'
 	run "$ETCDCTL_BIN" lease timetolive "$lp"
 	[[ $output != *"already expired"* ]]
-	[ "$(kv_get /o2)" = w ]
+	kv_is /o2 w
 	[ "$(lease_hex /o2)" = "$lo" ]
 	# then the mount's own lease goes when the key moves off it
 	setfattr -x user.etcd.ttl "$MNT/o"
@@ -289,7 +289,7 @@ lease_hex()
 		os.unlink(p)' "$MNT/k" "$r1"
 	echo "$output"
 	[ "$output" = ESTALE ]
-	[ "$(kv_get /k)" = three ]
+	kv_is /k three
 	[ "$(etcd_ttl /k)" = 0 ]
 }
 
@@ -317,7 +317,7 @@ lease_hex()
 	wait "$pid" || st=$?
 	cat "$BATS_TEST_TMPDIR/err"
 	[ "$st" -eq 0 ]
-	[ "$(kv_get /k)" = v ]
+	kv_is /k v
 	[ "$(kv_meta /k mod_revision)" -eq $((rev + 1)) ]
 	(($(etcd_ttl /k) > 590))
 	[ "$(xattr resourceVersion "$MNT/k")" = "$(kv_meta /k mod_revision)" ]

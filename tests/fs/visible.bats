@@ -214,7 +214,7 @@ readable()
 	[ "$(stat -c %s "$MNT/n")" -eq 6 ]
 	# its close finds the key made meanwhile: etcd keeps the other value
 	exec 8>&- || true
-	[ "$(kv_get /n)" = remote ]
+	kv_is /n remote
 	[ "$(cat "$MNT/n")" = remote ]
 }
 
@@ -358,7 +358,7 @@ readable()
 	[ "$(cat "$MNT/n")" = remote ]
 	rm "$HOLD"
 	exec 8>&- || true
-	[ "$(kv_get /n)" = remote ]
+	kv_is /n remote
 	[ "$(cat "$MNT/n")" = remote ]
 }
 

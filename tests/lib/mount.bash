@@ -68,6 +68,10 @@
 #                        the deletion (_fs_catch_up)
 #   kv_dump              every key as "KEY VALUE" lines, sorted
 #   kv_get KEY           the value's exact bytes on stdout; fails if absent
+#   kv_is KEY VALUE      succeeds if etcd holds exactly the bytes VALUE at
+#                        KEY (a trailing newline counts: $'v\n' is not v);
+#                        else says what it holds, as hex
+#   kv_same KEY FILE     succeeds if etcd holds exactly FILE's bytes at KEY
 #   kv_has KEY           succeeds if the key exists
 #   kv_absent KEY        succeeds if etcd answers that the key does not
 #   kv_meta KEY FIELD    mod_revision, create_revision, version or lease
@@ -101,7 +105,8 @@
 #                        a line "EVENTS $MNT/PATH" is in $EVENTS
 #   mount_dump           every file of the mount as "KEY VALUE" lines
 #   wait_mirror_equal [SECS]
-#                        waits until mount_dump equals kv_dump
+#                        waits until mount_dump equals kv_dump, byte for
+#                        byte (NUL bytes and trailing newlines count)
 #   puts_http PREFIX N   N puts PREFIX0000.. over one HTTP connection
 #                        (FS_PUT_PY: the put itself, for Python code)
 
@@ -430,6 +435,40 @@ kv_get()
 	_kv3 get "$1"
 }
 
+# Not [ "$(kv_get KEY)" = VALUE ]: $(...) drops trailing newlines (and
+# NUL bytes), so "v\n" would pass for "v".  Compared as hex, whose text
+# loses nothing.
+kv_is()
+{
+	local got want
+
+	got=$(set -o pipefail; kv_get "$1" | hex) || {
+		echo "kv_is: etcd has no key '$1'" >&2
+		return 1
+	}
+	want=$(printf '%s' "$2" | hex)
+	if [[ $got != "$want" ]]; then
+		echo "kv_is: etcd holds $got (hex) at '$1', not $want" >&2
+		return 1
+	fi
+}
+
+kv_same()
+{
+	local got want
+
+	got=$(set -o pipefail; kv_get "$1" | hex) || {
+		echo "kv_same: etcd has no key '$1'" >&2
+		return 1
+	}
+	want=$(hex <"$2") || return 1
+	if [[ $got != "$want" ]]; then
+		echo "kv_same: etcd holds $got (hex) at '$1', not $want" \
+			"('$2')" >&2
+		return 1
+	fi
+}
+
 kv_has()
 {
 	if fs_v2; then
@@ -732,13 +771,14 @@ mount_dump()
 	"$FS_PYTHON" "$TESTS_DIR/lib/mount_dump.py" "$MNT"
 }
 
+# Compared as files, not $(...): that would drop NUL bytes and a value's
+# trailing newlines.
 _dumps_equal()
 {
-	local m e
-
-	m=$(mount_dump) || return 1
-	e=$(kv_dump) || return 1
-	[[ -n $e && $m == "$e" ]]
+	mount_dump >"$BATS_TEST_TMPDIR/dump.mount" || return 1
+	kv_dump >"$BATS_TEST_TMPDIR/dump.etcd" || return 1
+	[[ -s $BATS_TEST_TMPDIR/dump.etcd ]] &&
+		cmp -s "$BATS_TEST_TMPDIR/dump.mount" "$BATS_TEST_TMPDIR/dump.etcd"
 }
 
 # Waits until a full read of the mount equals a full read of etcd.
@@ -746,7 +786,8 @@ wait_mirror_equal()
 {
 	if ! wait_for "${1:-10}" _dumps_equal; then
 		echo "the mount differs from etcd after ${1:-10} s:" >&2
-		diff <(mount_dump) <(kv_dump) | head -n 40 >&2
+		diff -a <(mount_dump | od -c) <(kv_dump | od -c) |
+			head -n 40 >&2
 		return 1
 	fi
 }
