@@ -205,7 +205,7 @@ remote_closes_reach()
 	if fs_v2 && grep -q 'watch: .*compacted' "$FS_LOG"; then
 		# v2 keeps its last 1,000 events: a watch that fell that far
 		# behind lists again and gives one set of events per key
-		# changed meanwhile (README, etcd v2), not one per put
+		# changed meanwhile (docs/semantics.md, etcd v2), not one per put
 		echo "the v2 watch fell behind and listed again" >&2
 		for ((k = 1; k < 100; k++)); do
 			has_event CREATE "r/k$k"
