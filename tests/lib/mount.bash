@@ -267,7 +267,7 @@ fs_clean_env()
 }
 
 # The replay of another client's change holds a file of the mount open
-# for a moment (README: user.etcd.stats' echo_pending): an unmount waits
+# for a moment (docs/semantics.md: user.etcd.stats' echo_pending): an unmount waits
 # until none is left, for 10 s at most.  A daemon that does not answer
 # (frozen, or gone) is not waited for: each read is killed after 1 s.
 _fs_echo_settle()
