@@ -17,11 +17,6 @@
 
 #include "fs_i.h"
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /*
  * The -errno of a commit that failed on the file a setattr is about: the
  * open file it came through, or, for a new file not in etcd yet, any file

@@ -25,11 +25,6 @@
 #include "codec.h"
 #include "fs_i.h"
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 static int grow(char **buf, size_t *cap, size_t need)
 {
 	size_t nc;

@@ -29,11 +29,6 @@
 /* The largest value pushed into the kernel's pages at its first open. */
 #define STORE_PAGES_MAX (128 * 1024)
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /* Has any local temp file of @dir a key moved away to it? fs->lock held. */
 static struct node *find_ghost(struct node *dir, const char *key,
 			       size_t key_len)

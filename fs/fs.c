@@ -88,11 +88,6 @@ struct node *node_of(struct fs *fs, fuse_ino_t ino)
 	return (struct node *)(uintptr_t)ino;
 }
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 {
 	/*

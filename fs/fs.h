@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define FUSE_USE_VERSION 35
-#include <fuse_lowlevel.h>
+#include <fuse_lowlevel.h>	/* FUSE_USE_VERSION: meson.build */
 
 struct store;
 

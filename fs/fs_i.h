@@ -83,6 +83,12 @@ struct handle {
 	struct timespec set_mtime;
 };
 
+/* The filesystem a request is for (fuse_session_new's userdata). */
+static inline struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
 static inline struct handle *handle_of(struct fuse_file_info *fi)
 {
 	return (struct handle *)(uintptr_t)fi->fh;

@@ -69,11 +69,6 @@ struct history {
 	struct history_probe probe[PROBE_SLOTS];
 };
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 bool fs_history_xattr(const char *name)
 {
 	return strcmp(name, "user.etcd.history") == 0;

@@ -20,11 +20,6 @@
 
 #include "fs_i.h"
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 static double elapsed(const struct timespec *since)
 {
 	struct timespec now;

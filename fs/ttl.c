@@ -40,11 +40,6 @@
 
 #define TTL_NAME "user.etcd.ttl"
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 bool fs_ttl_xattr(const char *name)
 {
 	return strcmp(name, TTL_NAME) == 0;

@@ -79,11 +79,6 @@ static const char *const root_names[] = {
 	"user.etcd.stats",
 };
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /* The parent and start time of @pid, from /proc; false if it is gone. */
 static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
 {
