@@ -27,44 +27,6 @@
 #include "quorum.h"
 #include "names.h"
 
-int fs_errno(int err)
-{
-	switch (err) {
-	case STORE_OK:
-		return 0;
-	case STORE_ENOTFOUND:
-		return -ENOENT;
-	case STORE_EEXISTS:
-		return -EEXIST;
-	case STORE_ECONFLICT:
-	case STORE_EPRECONDITION:
-		return -ESTALE;
-	case STORE_EUNREACHABLE:
-		return -ENOTCONN;
-	case STORE_ETIMEOUT:
-	case STORE_EUNKNOWN:	/* a write that may have been applied */
-		return -ETIMEDOUT;
-	case STORE_EUNAUTHENTICATED:
-	case STORE_EPERMISSION:
-		return -EACCES;
-	case STORE_ETOOLARGE:
-		return -EFBIG;
-	case STORE_EINVAL:
-		return -EINVAL;
-	case STORE_ENOTSUP:
-		return -ENOTSUP;
-	case STORE_ENOSPC:
-		fs_space_full();	/* logged once: why, and what to do */
-		return -ENOSPC;
-	case STORE_EINTERNAL:
-		return -ENOMEM;
-	case STORE_ECOMPACTED:
-	case STORE_EBADREPLY:
-	default:
-		return -EIO;
-	}
-}
-
 void fs_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
@@ -240,12 +202,6 @@ void fs_notify_stop(struct fs *fs)
 	else
 		fuse_log(FUSE_LOG_DEBUG, "etcdfs: a notification to the "
 			 "kernel is still waiting at unmount\n");
-}
-
-void fs_log_store_error(const char *what, const struct store_error *err)
-{
-	fuse_log(FUSE_LOG_ERR, "etcdfs: %s '%s': %s\n", what, err->key,
-		 err->msg[0] ? err->msg : store_strerror(err->code));
 }
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "errno_map.h"
 #include "fs.h"
 #include "store.h"
 #include "temp.h"
@@ -307,7 +308,6 @@ int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
 			  const char *name, size_t len);
 int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
 		    struct fuse_bufvec *bufv);
-void fs_log_store_error(const char *what, const struct store_error *err);
 
 /* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
@@ -582,8 +582,6 @@ void fs_go_live(struct fs *fs);
 
 /* statfs.c */
 void fs_statfs(fuse_req_t req, fuse_ino_t ino);
-/* Logs etcd's NOSPACE alarm, once until etcd has room again. */
-void fs_space_full(void);
 /* Stops the thread that asks etcd for its space; at destroy. */
 void fs_space_free(struct fs *fs);
 
