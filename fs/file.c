@@ -492,7 +492,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a decoded view is not the size stat shows: around the pages */
 	coded = h && !h->local && !echo && codec_key(fs, n->key, n->key_len);
 	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
-		fs->se && n->cached_readers < USHRT_MAX && !coded;
+		kernel_has_session(&fs->kernel) &&
+		n->cached_readers < USHRT_MAX && !coded;
 	store = paged && n->cache_rev == 0 && h->len <= STORE_PAGES_MAX;
 	fill = paged && !store && n->cache_rev != rev;
 	if (store)

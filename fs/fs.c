@@ -32,24 +32,6 @@ void fs_now(struct timespec *ts)
 	clock_gettime(CLOCK_REALTIME, ts);
 }
 
-/* The kernel's node id is the node's address, the root's FUSE_ROOT_ID. */
-static uint64_t tree_node_id(const struct tree *t, const struct node *n)
-{
-	return n == t->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
-}
-
-fuse_ino_t node_id(struct fs *fs, struct node *n)
-{
-	return tree_node_id(&fs->tree, n);
-}
-
-struct node *node_of(struct fs *fs, fuse_ino_t ino)
-{
-	if (ino == FUSE_ROOT_ID)
-		return fs->tree.root;
-	return (struct node *)(uintptr_t)ino;
-}
-
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 {
 	/*
@@ -115,95 +97,6 @@ void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n)
 	}
 }
 
-void fs_send_invals(struct fs *fs, struct inval_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++) {
-		struct inval *iv = &l->v[i];
-
-		if (iv->entry)
-			fs_notify_inval_entry(fs, iv->id, iv->name,
-					      iv->name_len);
-		else
-			fs_notify_inval_inode(fs, iv->id, 0, 0);
-	}
-	inval_release(l);
-}
-
-/* True, with notify_lock read-held, if a notification may go. */
-static bool notify_begin(struct fs *fs)
-{
-	if (!fs->se)
-		return false;
-	pthread_rwlock_rdlock(&fs->notify_lock);
-	if (atomic_load(&fs->notify_off)) {
-		pthread_rwlock_unlock(&fs->notify_lock);
-		return false;
-	}
-	return true;
-}
-
-int fs_notify_inval_inode(struct fs *fs, fuse_ino_t ino, off_t off,
-			  off_t len)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, off, len);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
-			  const char *name, size_t len)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, len);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
-		    struct fuse_bufvec *bufv)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_store(fs->se, ino, off, bufv, 0);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-/*
- * The notifications end here, before libfuse's unmount closes the device:
- * one sent after would go to a closed descriptor, or to whatever file
- * took its number meanwhile (the watch's next connection).  Those in
- * flight are waited for, a second at most: an invalidation can wait in
- * the kernel for a directory's lock, held by a request the finished loop
- * will never answer, and it is inside its write() already, which holds
- * the device open.
- */
-void fs_notify_stop(struct fs *fs)
-{
-	struct timespec until;
-
-	atomic_store(&fs->notify_off, true);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += 1;
-	if (pthread_rwlock_clockwrlock(&fs->notify_lock, CLOCK_MONOTONIC,
-				       &until) == 0)
-		pthread_rwlock_unlock(&fs->notify_lock);
-	else
-		fuse_log(FUSE_LOG_DEBUG, "etcdfs: a notification to the "
-			 "kernel is still waiting at unmount\n");
-}
-
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
@@ -249,7 +142,8 @@ void fs_go_live(struct fs *fs)
 
 	if (fs->cfg.nowatch)
 		return;
-	if (fs->se && fs->cfg.mountpoint && echo_start(fs))
+	if (kernel_has_session(&fs->kernel) && fs->cfg.mountpoint &&
+	    echo_start(fs))
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
 			 "changes will not show as inotify events\n");
 	pthread_mutex_lock(&fs->lock);
@@ -964,7 +858,7 @@ struct fs *fs_new(const struct fs_config *cfg)
 		free(fs);
 		return NULL;
 	}
-	pthread_rwlock_init(&fs->notify_lock, NULL);
+	kernel_init(&fs->kernel);
 	pthread_mutex_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->echo_lock, NULL);
 	pthread_mutex_init(&fs->replay_lock, NULL);
@@ -974,7 +868,7 @@ struct fs *fs_new(const struct fs_config *cfg)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&fs->echo_follow.cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (tree_init(&fs->tree, cfg->value_budget, fs_now, tree_node_id)) {
+	if (tree_init(&fs->tree, cfg->value_budget, fs_now, kernel_node_id)) {
 		temp_names_free(fs->temp);
 		free(fs);
 		return NULL;
@@ -990,11 +884,6 @@ struct fs *fs_new(const struct fs_config *cfg)
 		return NULL;
 	}
 	return fs;
-}
-
-void fs_set_session(struct fs *fs, struct fuse_session *se)
-{
-	fs->se = se;
 }
 
 void fs_free(struct fs *fs)
@@ -1019,6 +908,6 @@ void fs_free(struct fs *fs)
 	pthread_mutex_destroy(&fs->replay_lock);
 	pthread_mutex_destroy(&fs->echo_lock);
 	pthread_mutex_destroy(&fs->lock);
-	pthread_rwlock_destroy(&fs->notify_lock);
+	kernel_release(&fs->kernel);
 	free(fs);
 }

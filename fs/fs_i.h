@@ -30,6 +30,7 @@
 
 #include "errno_map.h"
 #include "fs.h"
+#include "kernel.h"
 #include "store.h"
 #include "temp.h"
 #include "thread.h"
@@ -170,16 +171,7 @@ struct echo_follow {
 struct fs {
 	struct fs_config cfg;
 	struct store *store;
-	struct fuse_session *se;
-	/*
-	 * Every notification to the kernel (fs_notify_*) is sent with
-	 * notify_lock read-held, and none once notify_off is set: the
-	 * watch's and the echo's threads outlive the session's loop, and
-	 * libfuse's unmount closes the device, whose number the next
-	 * descriptor opened may take (fs_notify_stop).
-	 */
-	pthread_rwlock_t notify_lock;
-	atomic_bool notify_off;
+	struct fs_kernel kernel;	/* kernel.c's; its own lock */
 
 	pthread_mutex_t lock;
 	struct tree tree;		/* protected by lock, like all below */
@@ -277,19 +269,7 @@ struct fs {
 
 /* fs.c */
 void fs_now(struct timespec *ts);
-fuse_ino_t node_id(struct fs *fs, struct node *n);
-struct node *node_of(struct fs *fs, fuse_ino_t ino);
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
-/* The directory @ino in *@dirp: 0, or -ENOTDIR.  fs->lock held. */
-static inline int dir_of(struct fs *fs, fuse_ino_t ino, struct node **dirp)
-{
-	struct node *dir = node_of(fs, ino);
-
-	if (dir->type != NODE_DIR)
-		return -ENOTDIR;
-	*dirp = dir;
-	return 0;
-}
 /*
  * Replies the entry of @n, which counts as the kernel's lookup of it, for
  * a node the caller referenced (n->refs++) under fs->lock and unlocked
@@ -297,17 +277,6 @@ static inline int dir_of(struct fs *fs, fuse_ino_t ino, struct node **dirp)
  * is dropped once the entry's lookup holds the node.  fs->lock not held.
  */
 void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
-void fs_send_invals(struct fs *fs, struct inval_list *l);
-/*
- * libfuse's notifications, sent only while the session's device is open
- * (fs_notify_stop): -ENOTCONN after, as if the kernel were gone.
- */
-int fs_notify_inval_inode(struct fs *fs, fuse_ino_t ino, off_t off,
-			  off_t len);
-int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
-			  const char *name, size_t len);
-int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
-		    struct fuse_bufvec *bufv);
 
 /* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
