@@ -269,14 +269,6 @@ struct fs {
 
 /* fs.c */
 void fs_now(struct timespec *ts);
-void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
-/*
- * Replies the entry of @n, which counts as the kernel's lookup of it, for
- * a node the caller referenced (n->refs++) under fs->lock and unlocked
- * since, so that a watch event cannot free it meanwhile.  That reference
- * is dropped once the entry's lookup holds the node.  fs->lock not held.
- */
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
 
 /* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
@@ -464,6 +456,18 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 		    struct inflight *begun);
 
 /* attr.c */
+/* @n's attributes as stat shows them; fs->lock held. */
+void node_fill_attr(struct fs *fs, struct node *n, struct stat *st);
+/* Fills @e for @n and counts the kernel's new reference; fs->lock held. */
+void fs_fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e);
+/*
+ * Replies the entry of @n, which counts as the kernel's lookup of it, for
+ * a node the caller referenced (n->refs++) under fs->lock and unlocked
+ * since, so that a watch event cannot free it meanwhile.  That reference
+ * is dropped once the entry's lookup holds the node.  fs->lock not held.
+ */
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 #define ATTR_SET_ATIME 1
 #define ATTR_SET_MTIME 2
 /*
@@ -476,6 +480,29 @@ int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
 void node_kept_attr(struct node *n, struct stat *st);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		int to_set, struct fuse_file_info *fi);
+
+/* dir.c: the operations on names and directories; each replies */
+void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_forget_multi(fuse_req_t req, size_t count,
+		     struct fuse_forget_data *forgets);
+void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi);
+void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		 struct fuse_file_info *fi);
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode);
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+	     const char *newname);
+void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		const char *name);
+/* The open directories whose RELEASEDIR never came; at fs_free. */
+void dir_handles_free(struct fs *fs);
 
 /* move.c */
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);

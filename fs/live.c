@@ -12,7 +12,8 @@
  * behind it with it.  fs_mirror_applied is where the mirror's revision
  * moves.  With nowatch there is no watch: fs_refresh_dir lists a
  * directory again when it is opened, and fs_lookup_key reads a name the
- * mirror does not hold.
+ * mirror does not hold.  fs_name_key makes the key of a name in the
+ * mirror (fs/names.h).
  *
  * What it cannot do: follow a change made while the watch was cut off
  * for longer than etcd keeps its history, but by listing everything
@@ -25,9 +26,98 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "names.h"
 #include "quorum.h"
 
 #define ECHO_QUEUE_MAX 100000
+
+/* The path of @n from the root; malloc()ed. fs->lock held. */
+static char *node_path(struct fs *fs, struct node *n, size_t *len)
+{
+	size_t total = 0, off;
+	struct node *p;
+	char *path;
+
+	for (p = n; p && p != fs->tree.root; p = p->parent)
+		total += p->name_len + 1;
+	path = malloc(total + 1);
+	if (!path)
+		return NULL;
+	off = total ? total - 1 : 0;
+	path[off] = '\0';
+	for (p = n; p && p != fs->tree.root; p = p->parent) {
+		off -= p->name_len;
+		memcpy(path + off, p->name, p->name_len);
+		if (off) {
+			off--;
+			path[off] = '/';
+		}
+	}
+	*len = total ? total - 1 : 0;
+	return path;
+}
+
+/*
+ * The key that (dir, name) stands for, checked to be the one canonical
+ * name of that key: a directory gets its prefix (with the '/'), a file its
+ * key.  -EINVAL for a name no key has.  fs->lock held.
+ */
+int fs_name_key(struct fs *fs, struct node *dir, const char *name,
+		enum node_type type, char **key, size_t *key_len)
+{
+	size_t dlen, plen = 0, len = strlen(name);
+	enum names_kind kind = names_component_kind(name, len);
+	char *dpath, *path, *k;
+	int ret;
+
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	if (kind == NAMES_INVALID || kind == NAMES_PART ||
+	    (kind == NAMES_VALUE_OF &&
+	     (type == NODE_DIR || dir == fs->tree.root)))
+		return -EINVAL;
+	/* v2 has directory nodes: a key cannot be a directory's prefix too */
+	if (kind == NAMES_VALUE_OF &&
+	    strcmp(store_backend_name(fs->store), "etcd2") == 0)
+		return -EINVAL;
+	dpath = node_path(fs, dir, &dlen);
+	if (!dpath)
+		return -ENOMEM;
+	path = malloc(dlen + len + 2);
+	if (!path) {
+		free(dpath);
+		return -ENOMEM;
+	}
+	memcpy(path, dpath, dlen);
+	if (dlen)
+		path[dlen++] = '/';
+	memcpy(path + dlen, name, len);
+	plen = dlen + len;
+	path[plen] = '\0';
+	free(dpath);
+	if (type == NODE_DIR)
+		ret = names_dir_prefix(path, plen, &k, key_len);
+	else
+		ret = names_path_to_key(path, plen, &k, key_len);
+	if (ret == 0 && kind == NAMES_PLAIN) {
+		/* the last component must be what the key encodes to */
+		size_t klen = type == NODE_DIR ? *key_len - 1 : *key_len;
+		size_t elen;
+		char *enc = names_key_to_path(k, klen, &elen);
+
+		if (!enc)
+			ret = -ENOMEM;
+		else if (elen != plen || memcmp(enc, path, plen) != 0)
+			ret = -EINVAL;
+		free(enc);
+		if (ret)
+			free(k);
+	}
+	free(path);
+	if (ret == 0)
+		*key = k;
+	return ret;
+}
 
 void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len)
