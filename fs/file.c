@@ -380,6 +380,64 @@ bool fs_no_open_mode(const struct fs_config *cfg)
 	       (cfg->revision || (!cfg->nowatch && !cfg->value_budget));
 }
 
+/*
+ * A file was opened with O_TRUNC and closed unwritten: its empty value is
+ * committed at its last close, which follows at once, or it is written
+ * to; either way, a reader of @n waits a moment (a second at most).
+ * fs->lock held, dropped meanwhile.
+ */
+static void open_wait_truncation(struct fs *fs, struct node *n)
+{
+	struct timespec until;
+
+	if (!n->trunc_waiting)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	while (n->trunc_waiting &&
+	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+				      &until) != ETIMEDOUT)
+		;
+}
+
+/*
+ * What the handle of an open of @n starts from, in *@srcp: @n, or for a
+ * reader of an inode replaced meanwhile, the key's node now.  It is read
+ * again first for nowatch and v2's quorum (v3's passed the barrier,
+ * quorum.c), and when the value budget evicted its value (unless the
+ * open truncates it anyway).  fs->lock held, dropped meanwhile; 0, or
+ * -ENOENT if it was deleted while it was read again (or evicted and
+ * removed), or another -errno.
+ */
+static int open_source(struct fs *fs, struct node *n, bool echo, bool wr,
+		       bool trunc, struct node **srcp)
+{
+	struct node *src = n;
+	bool refreshed;
+	int err;
+
+	for (refreshed = false;; refreshed = true) {
+		if (!echo && !wr && src->removed && !src->pending &&
+		    !src->local)
+			src = tree_find_key(&fs->tree, n->key,
+					    n->key_len) ?: src;
+		if (echo || src->local || src->pending || src->removed)
+			break;
+		if ((src->value || trunc) &&
+		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
+			break;
+		err = refreshed ? -EIO : refresh_file(fs, src);
+		if (err)
+			return err;
+	}
+	if (!echo && !src->local && !src->pending && !src->value && !trunc)
+		return -ENOENT;
+	if (refreshed && src->removed && !src->pending && !src->local)
+		return -ENOENT;
+	*srcp = src;
+	return 0;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -387,7 +445,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool paged, fill, store, refreshed, coded;
+	bool paged, fill, store, coded;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -418,60 +476,17 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (echo && (echo->del || n->key_len != echo->kv.key_len ||
 		     memcmp(n->key, echo->kv.key, n->key_len) != 0))
 		echo = NULL;
-	if (!echo && !wr && n->trunc_waiting) {
-		/*
-		 * A file was opened with O_TRUNC and closed unwritten: its
-		 * empty value is committed at its last close, which follows
-		 * at once, or it is written to; either way, wait a moment.
-		 */
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		while (n->trunc_waiting &&
-		       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-					      &until) != ETIMEDOUT)
-			;
-	}
+	if (!echo && !wr)
+		open_wait_truncation(fs, n);
 	if (!echo && stale_name(fs, n, fuse_req_ctx(req)->pid)) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	/*
-	 * What the handle starts from: @n, or for a reader of an inode
-	 * replaced meanwhile, the key's node now.  It is read again first
-	 * for nowatch and v2's quorum (v3's passed the barrier, quorum.c),
-	 * and when the value budget evicted its
-	 * value (unless the open truncates it anyway).
-	 */
-	src = n;
-	for (refreshed = false;; refreshed = true) {
-		if (!echo && !wr && src->removed && !src->pending &&
-		    !src->local)
-			src = tree_find_key(&fs->tree, n->key,
-					    n->key_len) ?: src;
-		if (echo || src->local || src->pending || src->removed)
-			break;
-		if ((src->value || trunc) &&
-		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
-			break;
-		err = refreshed ? EIO : -refresh_file(fs, src);
-		if (err) {
-			pthread_mutex_unlock(&fs->lock);
-			fuse_reply_err(req, err);
-			return;
-		}
-	}
-	if (!echo && !src->local && !src->pending && !src->value && !trunc) {
-		/* deleted while it was read again, or evicted and removed */
+	err = open_source(fs, n, echo != NULL, wr, trunc, &src);
+	if (err) {
 		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (refreshed && src->removed && !src->pending && !src->local) {
-		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, ENOENT);
+		fuse_reply_err(req, -err);
 		return;
 	}
 	node_touch(&fs->tree, src);
