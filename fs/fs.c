@@ -28,11 +28,6 @@
 #include "quorum.h"
 #include "names.h"
 
-void fs_now(struct timespec *ts)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-}
-
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;

@@ -267,9 +267,6 @@ struct fs {
 					 * on v3 (made with the fs) */
 };
 
-/* fs.c */
-void fs_now(struct timespec *ts);
-
 /* live.c */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 	      int64_t rev);
