@@ -206,82 +206,6 @@ void fs_handles_free(struct fs *fs)
 }
 
 /*
- * Reads @n's key again: for -o nowatch, for -o quorum, or because the value
- * budget evicted its value.  With quorum and the watch, a linearizable read
- * of the key's revision alone comes first: when the mirror has that
- * revision, its value is served and the value is not sent again.  fs->lock
- * held; dropped for the requests and taken again.  Returns 0 or a negative
- * errno.
- */
-static int refresh_file(struct fs *fs, struct node *n)
-{
-	bool probe = fs->cfg.quorum && !fs->cfg.nowatch && n->value;
-	struct store_error err_info = { 0 };
-	struct inval_list inv = { 0 };
-	struct store_kv kv = { 0 };
-	size_t key_len = n->key_len;
-	char *key = malloc(key_len + 1);
-	int ret, err;
-
-	if (!key)
-		return -ENOMEM;
-	memcpy(key, n->key, key_len);
-	n->refs++;
-again:
-	pthread_mutex_unlock(&fs->lock);
-	ret = store_get(fs->store, key, key_len,
-			(fs->cfg.quorum ? STORE_READ_QUORUM : 0) |
-				(probe ? STORE_READ_KEYS_ONLY : 0),
-			&kv, &err_info);
-	pthread_mutex_lock(&fs->lock);
-	if (ret == 0 && probe) {
-		probe = false;
-		if (kv.mod_revision == n->mod_revision && n->value &&
-		    !n->removed) {
-			err = 0;
-			goto out;
-		}
-		store_kv_release(&kv);
-		goto again;
-	}
-	if (ret == 0) {
-		/* the revision the mirror has: only its value was missing */
-		if (kv.mod_revision == n->mod_revision && !n->value &&
-		    !n->removed)
-			err = node_set_value(&fs->tree, n, kv.value,
-					     kv.value_len);
-		else
-			err = tree_put(&fs->tree, &kv, &inv);
-	} else if (ret == STORE_ENOTFOUND) {
-		err = tree_delete(&fs->tree, key, key_len, 0, &inv);
-	} else {
-		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
-			 err_info.key, err_info.msg);
-		err = fs_errno(ret);
-	}
-out:
-	node_unref(&fs->tree, n);
-	free(key);
-	store_kv_release(&kv);
-	inval_release(&inv);
-	return err;
-}
-
-int fs_load_value(struct fs *fs, struct node *n)
-{
-	int err;
-
-	if (n->value || n->local || n->pending || n->type != NODE_FILE)
-		return 0;
-	if (n->removed)
-		return -ENOENT;
-	err = refresh_file(fs, n);
-	if (!err && !n->value)
-		err = n->removed ? -ENOENT : -EIO;
-	return err;
-}
-
-/*
  * The first reader of revision @rev of @n (@ino): the kernel's pages and
  * attributes of the inode may be another revision's, and are dropped
  * before the open returns, so that what the reader reads and maps, and
@@ -426,7 +350,7 @@ static int open_source(struct fs *fs, struct node *n, bool echo, bool wr,
 		if ((src->value || trunc) &&
 		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
 			break;
-		err = refreshed ? -EIO : refresh_file(fs, src);
+		err = refreshed ? -EIO : fs_refresh_file(fs, src);
 		if (err)
 			return err;
 	}

@@ -67,22 +67,6 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	fs_go_live(fs);
 }
 
-void fs_go_live(struct fs *fs)
-{
-	int64_t from;
-
-	if (fs->cfg.nowatch)
-		return;
-	if (kernel_has_session(&fs->kernel) && fs->cfg.mountpoint &&
-	    echo_start(fs))
-		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
-			 "changes will not show as inotify events\n");
-	pthread_mutex_lock(&fs->lock);
-	from = fs->tree.revision + 1;
-	pthread_mutex_unlock(&fs->lock);
-	fs_start_watch(fs, from);
-}
-
 static void fs_destroy(void *userdata)
 {
 	struct fs *fs = userdata;

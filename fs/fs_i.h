@@ -324,6 +324,19 @@ int fs_refresh_dir(struct fs *fs, struct node *dir);
  */
 int fs_lookup_key(struct fs *fs, struct node *dir, const char *name);
 int fs_start_watch(struct fs *fs, int64_t from);
+/*
+ * Reads @n's key again: for -o nowatch, for -o quorum, or because the
+ * value budget evicted its value (a linearizable probe of the revision
+ * first, with quorum and the watch).  fs->lock held; dropped for the
+ * requests and taken again.  0 or a negative errno.
+ */
+int fs_refresh_file(struct fs *fs, struct node *n);
+/*
+ * With fs->lock held: reads @n's value again if the value budget evicted
+ * it; the lock is dropped meanwhile, so the caller looks again at what it
+ * found.  0, or -ENOENT if the key went meanwhile, or another -errno.
+ */
+int fs_load_value(struct fs *fs, struct node *n);
 
 int fs_name_key(struct fs *fs, struct node *dir, const char *name,
 		enum node_type type, char **key, size_t *key_len);
@@ -365,12 +378,23 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_handles_free(struct fs *fs);
+
+/* pins.c: user.etcd.pin's revisions; fs->lock held */
+/* Pins @rev for @key on behalf of @setter's parent.  0 or -errno. */
+int pin_set(struct fs *fs, const char *key, size_t key_len, pid_t setter,
+	    int64_t rev);
 /*
- * With fs->lock held: reads @n's value again if the value budget evicted
- * it; the lock is dropped meanwhile, so the caller looks again at what it
- * found.  0, or -ENOENT if the key went meanwhile, or another -errno.
+ * The pin that applies to @pid's write of @key, in *@rev: pin_take uses
+ * it up, pin_peek leaves it.  False if there is none.
  */
-int fs_load_value(struct fs *fs, struct node *n);
+bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
+	      int64_t *rev);
+bool pin_peek(struct fs *fs, const char *key, size_t key_len, pid_t pid,
+	      int64_t *rev);
+/* Drops the pin of @key that @remover's parent set (setfattr -x). */
+bool pin_remove(struct fs *fs, const char *key, size_t key_len,
+		pid_t remover);
+void pins_free(struct fs *fs);
 
 /* commit.c */
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -465,16 +489,6 @@ void fs_fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e);
  */
 void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n);
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-#define ATTR_SET_ATIME 1
-#define ATTR_SET_MTIME 2
-/*
- * Sets @n's times as utimensat does (@what: ATTR_SET_*), in memory until
- * the next revision; fs->lock held.  0 or -ENOMEM.
- */
-int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
-		   const struct timespec *mtime);
-/* What node_fill_attr shows of the times and modes set in memory. */
-void node_kept_attr(struct node *n, struct stat *st);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		int to_set, struct fuse_file_info *fi);
 
@@ -569,9 +583,9 @@ void fs_stats_stored(struct fs *fs);
 /* connect.c: delay_connect's thread, which loads the keys when it can */
 int fs_connect_start(struct fs *fs);
 void fs_connect_stop(struct fs *fs);
-
-/* fs.c: once the keys are loaded, the echo and the watch */
+/* Once the keys are loaded: the echo and the watch (init, or the above). */
 void fs_go_live(struct fs *fs);
+
 
 /* statfs.c */
 void fs_statfs(fuse_req_t req, fuse_ino_t ino);
@@ -585,10 +599,6 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 size_t size);
 void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-/* With fs->lock held: takes the pin that applies to @pid's write of @key. */
-bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
-	      int64_t *rev);
-void pins_free(struct fs *fs);
 
 /* ttl.c: user.etcd.ttl (fs_ttl_xattr: the name is it); each replies */
 bool fs_ttl_xattr(const char *name);

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -317,5 +318,17 @@ int tree_reconcile_end(struct tree *t, struct node *dir, uint64_t gen,
 bool tree_dir_has_keys(struct node *dir);
 int tree_collect_stale(struct tree *t, uint64_t gen, int64_t rev,
 		       struct node ***out, size_t *n);
+
+/* node_times.c */
+#define ATTR_SET_ATIME 1
+#define ATTR_SET_MTIME 2
+/*
+ * Sets @n's times as utimensat does (@what: ATTR_SET_*), in memory until
+ * the next revision; fs->lock held.  0 or -ENOMEM.
+ */
+int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
+		   const struct timespec *mtime);
+/* What node_fill_attr shows of the times and modes set in memory. */
+void node_kept_attr(struct node *n, struct stat *st);
 
 #endif /* ETCDFS_TREE_H */
