@@ -52,7 +52,8 @@
  * is gone (whatever request of it is still being served must be served
  * as the echo's); the change has no events and the next one gets a new
  * process.  The watch never waits on any of this: it queues changes, and
- * applies them without an echo once ECHO_QUEUE_MAX wait (live.c).
+ * applies them without an echo once ECHO_QUEUE_MAX wait (echo_observe,
+ * the observer the mirror is given).
  *
  * The process replays relative to the mount's root, and only while the
  * mountpoint is the mount the daemon made (its device and mount id, from
@@ -98,6 +99,8 @@
 #include "names.h"
 #include "thread.h"
 
+/* Past this many changes waiting, the mirror applies them without an echo. */
+#define ECHO_QUEUE_MAX 100000
 /* How long one change's syscalls may take before the process is killed. */
 #define ECHO_TIMEOUT_MS 5000
 /* How soon a process that could not be started is tried again. */
@@ -125,8 +128,13 @@ static void ev_queue(struct fs *fs, struct echo_ev *e)
 	pthread_mutex_unlock(&fs->echo_lock);
 }
 
-int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
-		int64_t rev, struct inval_list *inv)
+/*
+ * Another client's change (@kv; a deletion of its key at @rev if @del):
+ * applied to the mirror at once, and queued for the echo to replay.
+ * fs->lock held; 0 or -ENOMEM (nothing done).
+ */
+static int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
+		       int64_t rev, struct inval_list *inv)
 {
 	struct echo_ev *e = calloc(1, sizeof(*e));
 
@@ -141,6 +149,19 @@ int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
 	else
 		ev_free(e);
 	return 0;
+}
+
+/*
+ * The mirror's observer (fs->observer, a mirror_change_fn): takes the
+ * change while the echo runs and its queue is not too long; -EAGAIN, and
+ * the mirror applies the change itself, if not.
+ */
+static int echo_observe(struct fs *fs, bool del, const struct store_kv *kv,
+			int64_t rev, struct inval_list *inv)
+{
+	if (!fs->echo_running || fs->echo_len >= ECHO_QUEUE_MAX)
+		return -EAGAIN;
+	return echo_change(fs, del, kv, rev, inv);
 }
 
 static int64_t now_ms(void)
@@ -793,6 +814,7 @@ int echo_start(struct fs *fs)
 	}
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = true;
+	fs->observer = echo_observe;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -815,6 +837,7 @@ void echo_stop(struct fs *fs)
 	thread_stop(&fs->echo_thread);
 	pthread_mutex_lock(&fs->lock);
 	fs->echo_running = false;
+	fs->observer = NULL;
 	for (e = fs->echo_head; e; e = next) {
 		next = e->next;
 		echo_chain_release(fs, e);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "seen.h"
 #include "quorum.h"
 #include "names.h"
 
@@ -187,6 +188,7 @@ void fs_free(struct fs *fs)
 	pins_free(fs);
 	own_changes_free(fs);
 	history_free(fs);
+	seen_free(fs);
 	temp_names_free(fs->temp);
 	inval_release(&fs->pending_invals);
 	fs_gate_free(fs);

@@ -165,6 +165,26 @@ struct echo_follow {
 	uint64_t unwalked_n;	/* and not walked in time */
 };
 
+struct fs;
+
+/*
+ * An observer of the mirror (fs->observer): given another client's change
+ * (@kv; a deletion of its key at @rev if @del) with fs->lock held, it
+ * either puts it in the tree itself, recording the invalidations in
+ * @inv, and returns 0, or returns a negative errno and does nothing (the
+ * mirror then applies the change itself).
+ */
+typedef int mirror_change_fn(struct fs *fs, bool del,
+			     const struct store_kv *kv, int64_t rev,
+			     struct inval_list *inv);
+
+/* What the watch delivered (live.c), for user.etcd.stats (stats.c). */
+struct watch_count {
+	atomic_uint_fast64_t events;	/* puts and deletes delivered */
+	atomic_int_fast64_t rev;	/* the newest revision delivered */
+	atomic_uint_fast64_t relists;
+};
+
 /* node->cache_rev: the kernel may hold pages of no known revision */
 #define CACHE_UNKNOWN ((int64_t)-1)
 
@@ -257,6 +277,7 @@ struct fs {
 	struct fs_space *space;		/* statfs.c's; protected by lock */
 	struct fs_gate *gate;		/* gate.c's, made with the fs */
 	struct history *history;	/* protected by lock (history.c) */
+	struct seen_ring *seen;		/* protected by lock (seen.c) */
 	/*
 	 * Files are opened without a message to the daemon (file.c's
 	 * fs_open): a read-only mount whose files never change under an
@@ -265,6 +286,22 @@ struct fs {
 	bool no_open;
 	struct fs_quorum *quorum;	/* quorum.c's; NULL but for -o quorum
 					 * on v3 (made with the fs) */
+	/*
+	 * The mirror's, under lock: the watch delivered every change up to
+	 * applied_rev (its events, a progress event, a listing after a
+	 * compaction), and each is in the tree (fs_mirror_applied).
+	 * applied_wake, if set, is broadcast when it moves: quorum.c's
+	 * condition variable, given at quorum_new, so that the mirror wakes
+	 * the barrier without calling it.
+	 */
+	int64_t applied_rev;
+	pthread_cond_t *applied_wake;
+	/*
+	 * The mirror's observer of other clients' changes, under lock: the
+	 * echo (echo.c) registers itself while it runs; NULL: none.
+	 */
+	mirror_change_fn *observer;
+	struct watch_count watch_count;	/* live.c's; atomics */
 };
 
 /* live.c */
@@ -273,7 +310,7 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 /*
  * The mirror has applied every change the watch delivered up to @rev:
  * the one place where the watch moves the mirror's revision
- * (fs->tree.revision).  fs->lock held.
+ * (fs->tree.revision) and fs->applied_rev.  fs->lock held.
  */
 void fs_mirror_applied(struct fs *fs, int64_t rev);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
@@ -524,13 +561,6 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 int echo_start(struct fs *fs);
 void echo_stop(struct fs *fs);
 /*
- * Another client's change (@kv; a deletion of its key at @rev if @del):
- * applied to the mirror at once, and queued for the echo to replay.
- * fs->lock held; 0 or -ENOMEM (nothing done).
- */
-int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
-		int64_t rev, struct inval_list *inv);
-/*
  * A process closed the directory @dir (@req's RELEASEDIR): if it is not
  * the echo's and the echo made @dir lately, it follows the echo's new
  * directories (see struct echo_follow).  fs->lock held.
@@ -573,10 +603,8 @@ void fs_gate_free(struct fs *fs);
 const char *fs_gate_op_name(unsigned op);
 uint64_t fs_gate_op_count(struct fs *fs, unsigned op);
 
-/* stats.c: user.etcd.stats; the watch's counters (live.c) */
+/* stats.c: user.etcd.stats */
 ssize_t fs_stats_text(struct fs *fs, char **big);	/* fs->lock held */
-void fs_stats_watch_event(struct fs *fs, const struct store_event *ev);
-void fs_stats_relist(struct fs *fs);
 /* A value pushed into the kernel's page cache (file.c). */
 void fs_stats_stored(struct fs *fs);
 
@@ -634,11 +662,9 @@ int codec_encode(struct fs *fs, const char *key, size_t key_len,
 		 const char *text, size_t len, char **out, size_t *out_len);
 void codec_fill_attr(const struct node *n, struct stat *st);
 
-/* history.c: user.etcd.history; history_note with fs->lock held */
+/* history.c: user.etcd.history */
 bool fs_history_xattr(const char *name);
 void fs_history_get(fuse_req_t req, fuse_ino_t ino, size_t size);
-void history_note(struct fs *fs, const char *key, size_t key_len,
-		  int64_t rev);
 void history_free(struct fs *fs);
 
 #endif /* ETCDFS_FS_I_H */

@@ -36,10 +36,6 @@ struct fs_gate {
 	atomic_bool open;
 	bool trace;			/* -d: every operation logged */
 	atomic_uint_fast64_t ops[GATE_NOPS];	/* requests by operation */
-	/* the watch (live.c, through stats.c) */
-	atomic_uint_fast64_t watch_events;	/* puts and deletes delivered */
-	atomic_int_fast64_t watch_rev;	/* the newest revision delivered */
-	atomic_uint_fast64_t relists;
 	atomic_uint_fast64_t stored;	/* values pushed to the page cache */
 
 	/* connect.c's thread, which waits for etcd (delay_connect) */

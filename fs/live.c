@@ -27,9 +27,7 @@
 
 #include "fs_i.h"
 #include "names.h"
-#include "quorum.h"
-
-#define ECHO_QUEUE_MAX 100000
+#include "seen.h"
 
 /* The path of @n from the root; malloc()ed. fs->lock held. */
 static char *node_path(struct fs *fs, struct node *n, size_t *len)
@@ -545,14 +543,20 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
 {
 	if (rev > fs->tree.revision)
 		fs->tree.revision = rev;
+	if (rev <= fs->applied_rev)
+		return;
+	fs->applied_rev = rev;
 	/* -o quorum's barrier waits for this */
-	quorum_seen(fs, rev);
+	if (fs->applied_wake)
+		pthread_cond_broadcast(fs->applied_wake);
 }
 
 /*
  * Applies a change from elsewhere to the mirror at once, and hands it to
- * the echo thread for its inotify events (echo.c's echo_change); without
- * an echo (or with its queue long), it is applied without one.  The
+ * the mirror's observer, the echo thread, for its inotify events
+ * (fs->observer, which echo.c registers: this file never calls it by
+ * name); without one (or when it refuses, its queue long), it is applied
+ * without one.  The
  * caller moves the mirror's revision (fs_mirror_applied) once every
  * change up to it is in.  fs->lock held.
  */
@@ -573,8 +577,8 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 		    kv->mod_revision > n->mod_revision)
 			tree_replace(&fs->tree, n, inv);
 	}
-	if (fs->echo_running && fs->echo_len < ECHO_QUEUE_MAX &&
-	    echo_change(fs, del, kv, rev, inv) == 0)
+	/* the echo, if it runs, takes it (and puts it in the tree) */
+	if (fs->observer && fs->observer(fs, del, kv, rev, inv) == 0)
 		return;
 	if (del)
 		tree_delete(&fs->tree, kv->key, kv->key_len, rev, inv);
@@ -741,6 +745,29 @@ static void unlock_and_send(struct fs *fs)
 	pthread_mutex_unlock(&fs->replay_lock);
 }
 
+/* Counts @ev for user.etcd.stats (stats.c reads fs->watch_count). */
+static void count_watch_event(struct fs *fs, const struct store_event *ev)
+{
+	struct watch_count *c = &fs->watch_count;
+	int64_t rev = ev->type == STORE_EV_PUT ? ev->kv.mod_revision :
+		      ev->revision;
+	int_fast64_t cur;
+
+	if (ev->type != STORE_EV_PUT && ev->type != STORE_EV_DELETE)
+		return;
+	atomic_fetch_add_explicit(&c->events, 1, memory_order_relaxed);
+	cur = atomic_load(&c->rev);
+	while (rev > cur &&
+	       !atomic_compare_exchange_weak(&c->rev, &cur, rev))
+		;
+}
+
+static void count_relist(struct fs *fs)
+{
+	atomic_fetch_add_explicit(&fs->watch_count.relists, 1,
+				  memory_order_relaxed);
+}
+
 /*
  * The watch's history is gone: list everything again, turn the
  * differences into changes (echoed, so watchers see them), and watch again
@@ -757,7 +784,7 @@ static void relist(struct fs *fs)
 	uint64_t gen;
 	int64_t rev;
 
-	fs_stats_relist(fs);
+	count_relist(fs);
 	for (tries = 0;; tries++) {
 		pthread_mutex_lock(&fs->lock);
 		/* unmounting: the join of this thread waits for us */
@@ -848,13 +875,13 @@ static void watch_event(void *arg, const struct store_event *ev)
 {
 	struct fs *fs = arg;
 
-	fs_stats_watch_event(fs, ev);
+	count_watch_event(fs, ev);
 	test_hold(TEST_HOLD_WATCH);
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
-		history_note(fs, ev->kv.key, ev->kv.key_len,
-			     ev->kv.mod_revision);
+		seen_note(fs, ev->kv.key, ev->kv.key_len,
+			  ev->kv.mod_revision);
 		watch_change(fs, false, &ev->kv, ev->kv.mod_revision);
 		fs->watch_ok = true;
 		break;

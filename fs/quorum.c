@@ -14,8 +14,10 @@
  * at it, a progress request on the watch stream
  * (store_watch_progress) says how far the stream got, asked again every
  * QUORUM_ASK_MS while anyone waits (etcd does not answer one while the
- * watch catches up).  live.c tells how far the mirror has applied the
- * watch (quorum_seen, from fs_mirror_applied).  A change is in the mirror
+ * watch catches up).  The mirror says how far it has applied the watch
+ * (fs->applied_rev, moved by live.c's fs_mirror_applied, which wakes the
+ * condition variable this file gives it, fs->applied_wake: it calls
+ * nothing here).  A change is in the mirror
  * as soon as the watch delivers it, so this never waits for the echo,
  * whose syscalls may need the directory lock the kernel holds for the
  * lookup waiting here.  The watch's thread itself waits only for the
@@ -55,7 +57,6 @@ struct fs_quorum {
 	bool in_flight;
 	int64_t rev;
 	int err;		/* its errno, negated; 0: rev is good */
-	int64_t seen;		/* the watch delivered up to this */
 	int64_t asked_rev;	/* the revision the last progress was for */
 	int64_t asked_ms;
 	struct quorum_counters c;
@@ -96,6 +97,7 @@ int quorum_new(struct fs *fs)
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->quorum = q;
+	fs->applied_wake = &q->cond;
 	return 0;
 }
 
@@ -105,19 +107,10 @@ void quorum_free(struct fs *fs)
 
 	if (!q)
 		return;
+	fs->applied_wake = NULL;
 	pthread_cond_destroy(&q->cond);
 	free(q);
 	fs->quorum = NULL;
-}
-
-void quorum_seen(struct fs *fs, int64_t rev)
-{
-	struct fs_quorum *q = fs->quorum;
-
-	if (!q || rev <= q->seen)
-		return;
-	q->seen = rev;
-	pthread_cond_broadcast(&q->cond);
 }
 
 void quorum_counters(struct fs *fs, struct quorum_counters *c)
@@ -211,7 +204,7 @@ int quorum_barrier(struct fs *fs, fuse_req_t req)
 	}
 	err = q->err;
 	rev = q->rev;
-	while (!err && q->seen < rev) {
+	while (!err && fs->applied_rev < rev) {
 		now = now_ms();
 		if (now >= deadline) {
 			err = -ETIMEDOUT;
