@@ -785,3 +785,59 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret > 0)
 		handle_committed(fs, ino);
 }
+
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	int err = handle_write(fs_of(req), handle_of(fi), buf, size, off);
+
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* flush (every close) and fsync: commit now if the copy needs it */
+static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi, bool final)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	bool writer;
+	int ret;
+
+	if (!h) {
+		/*
+		 * Opened without a message (file.c, fs->no_open): a reader
+		 * of a read-only mount, with nothing to commit.  ENOSYS to a
+		 * flush has the kernel send no flush again.
+		 */
+		fuse_reply_err(req, final ? 0 : ENOSYS);
+		return;
+	}
+	/* once answered, the release may free @h: nothing of it after */
+	writer = h->writer;
+	pthread_mutex_lock(&h->lock);
+	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
+	pthread_mutex_unlock(&h->lock);
+	/*
+	 * A writer's private maps may have filled the readers' pages: they
+	 * are gone before its close returns (no lock is held here).
+	 */
+	if (writer)
+		handle_committed(fs, ino);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+	if (ret == HANDLE_COMMITTED && !writer)
+		handle_committed(fs, ino);
+}
+
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	sync_and_reply(req, ino, fi, false);
+}
+
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	sync_and_reply(req, ino, fi, true);
+}

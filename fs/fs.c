@@ -150,13 +150,13 @@ struct fs *fs_new(const struct fs_config *cfg)
 	}
 	kernel_init(&fs->kernel);
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->echo_lock, NULL);
+	pthread_mutex_init(&fs->echo.lock, NULL);
 	pthread_mutex_init(&fs->replay_lock, NULL);
-	pthread_cond_init(&fs->echo_cond, NULL);
+	pthread_cond_init(&fs->echo.cond, NULL);
 	pthread_cond_init(&fs->inflight_cond, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->echo_follow.cond, &ca);
+	pthread_cond_init(&fs->echo.follow.cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (tree_init(&fs->tree, cfg->value_budget, fs_now, kernel_node_id)) {
 		temp_names_free(fs->temp);
@@ -193,11 +193,11 @@ void fs_free(struct fs *fs)
 	inval_release(&fs->pending_invals);
 	fs_gate_free(fs);
 	quorum_free(fs);
-	pthread_cond_destroy(&fs->echo_cond);
+	pthread_cond_destroy(&fs->echo.cond);
 	pthread_cond_destroy(&fs->inflight_cond);
-	pthread_cond_destroy(&fs->echo_follow.cond);
+	pthread_cond_destroy(&fs->echo.follow.cond);
 	pthread_mutex_destroy(&fs->replay_lock);
-	pthread_mutex_destroy(&fs->echo_lock);
+	pthread_mutex_destroy(&fs->echo.lock);
 	pthread_mutex_destroy(&fs->lock);
 	kernel_release(&fs->kernel);
 	free(fs);

@@ -3,15 +3,18 @@
  * (the mirror of etcd under the mount prefix), open files and pins
  *
  * Lock order: a handle's lock (h->lock), then fs->lock, then
- * fs->echo_lock.  A handle's lock is taken first (by the read, write,
+ * fs->echo.lock.  A handle's lock is taken first (by the read, write,
  * truncation, flush, fsync and release of that open file) and held across
  * its commit (commit.c's handle_commit), a request to etcd, so that one
  * open file's writes and commits go one at a time; fs->lock is taken and
  * dropped inside it, more than once.  fs->lock is never held across a
  * request to etcd nor across a call into the kernel (replies and
  * notifications), so a slow cluster never stalls lookups of other files
- * and a notification can never wait on a handler that waits on us.  fs->echo_lock guards the echo's queue alone (echo.c), and is
- * taken with fs->lock held (live.c's fs_apply) or alone.
+ * and a notification can never wait on a handler that waits on us.
+ * fs->echo.lock guards the echo's queue alone (echo.c), and is taken with
+ * fs->lock held (the mirror's observer, echo.c's echo_observe) or alone.
+ * fs->replay_lock is taken with no other lock held; kernel.c's
+ * notify_lock is the innermost, held across one notification only.
  *
  * Inside fs/ every function returns 0 or -errno (or a named positive
  * value, HANDLE_COMMITTED); only the FUSE handlers reply, with the errno.
@@ -185,6 +188,31 @@ struct watch_count {
 	atomic_uint_fast64_t relists;
 };
 
+/*
+ * The echo (echo.c): a thread that hands other clients' changes, one at a
+ * time, to the echo's process, pid @pid (0: none), whose requests are the
+ * echo's.  It is the mirror's observer (fs->observer) while it runs.
+ */
+struct echo {
+	/*
+	 * Protected by fs->lock, and written by the echo thread only;
+	 * running too (written by echo_start() and echo_stop()).
+	 */
+	struct echo_ev *cur;
+	pid_t pid;
+	bool running;
+	struct echo_follow follow;	/* protected by fs->lock */
+	struct echo_child child;	/* the echo thread's */
+	struct thread thread;		/* helper/thread.h */
+	pthread_mutex_t lock;		/* guards the queue and the below */
+	pthread_cond_t cond;
+	struct echo_ev *head;
+	struct echo_ev *tail;
+	size_t len;			/* queued, and the one replaying */
+	uint64_t done;
+	bool stop;
+};
+
 /* node->cache_rev: the kernel may hold pages of no known revision */
 #define CACHE_UNKNOWN ((int64_t)-1)
 
@@ -229,20 +257,7 @@ struct fs {
 	} estale[8];
 	unsigned estale_next;
 
-	/*
-	 * The echo (echo.c): a thread that hands other clients' changes, one
-	 * at a time, to the echo's process, pid echo_pid (0: none), whose
-	 * requests are the echo's.  echo_cur and echo_pid are protected by
-	 * lock, and written by the echo thread only; echo_running too
-	 * (written by echo_start() and echo_stop()).
-	 */
-	struct echo_ev *echo_cur;
-	pid_t echo_pid;
-	struct echo_child echo_child;
-	struct echo_follow echo_follow;	/* protected by lock */
-	struct thread echo_thread;	/* helper/thread.h */
-	bool echo_running;
-	pthread_mutex_t echo_lock;	/* guards the queue and the below */
+	struct echo echo;		/* echo.c's */
 	/*
 	 * Held by the echo thread while the echo's process runs one syscall
 	 * on the mount, and by the watch thread while it sends the kernel
@@ -253,12 +268,6 @@ struct fs {
 	 * the mount (tests/fs/daemon.bats).  Taken after no other lock.
 	 */
 	pthread_mutex_t replay_lock;
-	pthread_cond_t echo_cond;
-	struct echo_ev *echo_head;
-	struct echo_ev *echo_tail;
-	size_t echo_len;		/* queued, and the one replaying */
-	uint64_t echo_done;
-	bool echo_stop;
 	struct inval_list pending_invals;	/* protected by lock */
 
 	/*
@@ -414,6 +423,11 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi);
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi);
 void fs_handles_free(struct fs *fs);
 
 /* pins.c: user.etcd.pin's revisions; fs->lock held */
@@ -433,12 +447,14 @@ bool pin_remove(struct fs *fs, const char *key, size_t key_len,
 		pid_t remover);
 void pins_free(struct fs *fs);
 
-/* commit.c */
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi);
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-	      struct fuse_file_info *fi);
+/* commit.c: never replies */
+/*
+ * write(2) to @h: into its copy (a key) or its node's value (a local
+ * file), at @off or, with O_APPEND, at the end.  0 or -errno (EFBIG past
+ * the cluster's limit, which changes nothing).
+ */
+int handle_write(struct fs *fs, struct handle *h, const char *buf,
+		 size_t size, off_t off);
 /* Resizes a local node's content; fs->lock held. */
 int node_local_resize(struct fs *fs, struct node *n, size_t size);
 enum commit_kind {

@@ -184,7 +184,7 @@ int quorum_barrier(struct fs *fs, fuse_req_t req)
 	deadline = now_ms() + (fs->cfg.request_timeout_ms > 0 ?
 			       fs->cfg.request_timeout_ms : 5000);
 	pthread_mutex_lock(&fs->lock);
-	if (fs->echo_pid > 0 && fuse_req_ctx(req)->pid == fs->echo_pid) {
+	if (fs->echo.pid > 0 && fuse_req_ctx(req)->pid == fs->echo.pid) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}

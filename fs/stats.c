@@ -105,9 +105,9 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	     (uint64_t)atomic_load(&fs->watch_count.relists));
 	line(&o, "echo_pending %zu\n", echo_pending(fs));
 	line(&o, "echo_follower %d\n", echo_follower(fs) ? 1 : 0);
-	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo_follow.walked_n);
+	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo.follow.walked_n);
 	line(&o, "echo_dirs_unwalked %" PRIu64 "\n",
-	     fs->echo_follow.unwalked_n);
+	     fs->echo.follow.unwalked_n);
 	for (i = 0; i < GATE_NOPS; i++)
 		line(&o, "fuse_%s %" PRIu64 "\n", fs_gate_op_name(i),
 		     fs_gate_op_count(fs, i));

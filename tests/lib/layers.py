@@ -11,6 +11,7 @@ helper/ and mount/:
   - no file names a function of a file of a higher layer (a row further
     down the table), unless KNOWN lists that call as one still to undo;
   - no files of one row call each other in a circle;
+  - only the files of REPLIERS answer the kernel (fuse_reply_*);
   - no file is over MAX_LINES lines, no function over MAX_FUNC lines.
 
 A KNOWN entry that no longer happens fails too, so that the list only
@@ -78,6 +79,13 @@ LAYERS = {
 
 # Calls that still go up, to undo (issue 23): (caller file, function).
 KNOWN = set()
+
+# The files that may call fuse_reply_*: the FUSE operations, and gate.c,
+# which wraps their table (its refusals, and the __wrap_ replies).
+REPLIERS = {
+    'fs': {'gate', 'attr', 'dir', 'file', 'move', 'ttl', 'history', 'stats',
+           'xattr', 'statfs', 'fs'},
+}
 
 
 def strip_c(text):
@@ -183,11 +191,14 @@ def main():
         for f in files:
             for name in functions(os.path.join(src, d, f + '.c')):
                 owner[name] = f
-        up, same = [], {}
+        up, same, replies = [], {}, []
         for f in files:
             path = os.path.join(src, d, f + '.c')
             with open(path, encoding='utf-8', errors='replace') as fp:
                 text = strip_c(fp.read())
+            if (f not in REPLIERS.get(d, ()) and
+                    re.search(r'\bfuse_reply_\w+\s*\(', text)):
+                replies.append(f)
             called = {}
             # not a struct's tag nor a member's name
             for m in re.finditer(r'(?<!struct )(?<!union )(?<!enum )'
@@ -211,6 +222,9 @@ def main():
                     same.setdefault(f, set()).add(g)
         results.append((not up, '%s/: no call goes up a layer%s' %
                         (d, ''.join('\n#   ' + u for u in up))))
+        results.append((not replies, '%s/: only the operations reply%s' %
+                        (d, ': not ' + ', '.join(replies) if replies
+                         else '')))
         circ = circles(files, same)
         results.append((not circ, '%s/: no circle of files in a layer%s' %
                         (d, ''.join('\n#   ' + ' '.join(c) for c in circ))))
