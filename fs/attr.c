@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 {

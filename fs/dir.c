@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "names.h"
 #include "quorum.h"
 

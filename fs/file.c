@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "names.h"
 #include "quorum.h"
 

@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "gate.h"
+#include "ops.h"
 #include "seen.h"
 #include "quorum.h"
 #include "names.h"

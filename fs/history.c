@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "seen.h"
 
 /* Revisions listed at most: their lines stay under XATTR_SIZE_MAX. */

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 static double elapsed(const struct timespec *since)
 {

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 /* An answer younger than this is not asked again. */
 #define SPACE_FRESH_MS		2000

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "gate.h"
 #include "quorum.h"
 

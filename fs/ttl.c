@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 #define TTL_NAME "user.etcd.ttl"
 

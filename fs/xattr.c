@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "object.h"
 
 #define XA_PREFIX "user.etcd."
