@@ -312,7 +312,7 @@ static void trunc_settled(struct fs *fs, struct node *n, struct handle *h)
 		return;
 	h->trunc_waiting = false;
 	n->trunc_waiting--;
-	pthread_cond_broadcast(&fs->inflight_cond);
+	pthread_cond_broadcast(&fs->mirror.inflight_cond);
 }
 
 void node_drop_writers(struct fs *fs, struct node *n)

@@ -152,7 +152,7 @@ static int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
 }
 
 /*
- * The mirror's observer (fs->observer, a mirror_change_fn): takes the
+ * The mirror's observer (fs->mirror.observer, a mirror_change_fn): takes the
  * change while the echo runs and its queue is not too long; -EAGAIN, and
  * the mirror applies the change itself, if not.
  */
@@ -814,7 +814,7 @@ int echo_start(struct fs *fs)
 	}
 	pthread_mutex_lock(&fs->lock);
 	fs->echo.running = true;
-	fs->observer = echo_observe;
+	fs->mirror.observer = echo_observe;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -837,7 +837,7 @@ void echo_stop(struct fs *fs)
 	thread_stop(&fs->echo.thread);
 	pthread_mutex_lock(&fs->lock);
 	fs->echo.running = false;
-	fs->observer = NULL;
+	fs->mirror.observer = NULL;
 	for (e = fs->echo.head; e; e = next) {
 		next = e->next;
 		echo_chain_release(fs, e);

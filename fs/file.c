@@ -154,7 +154,7 @@ static void handle_free(struct fs *fs, struct handle *h)
 		n->nopen--;
 	if (h->trunc_waiting) {
 		n->trunc_waiting--;
-		pthread_cond_broadcast(&fs->inflight_cond);
+		pthread_cond_broadcast(&fs->mirror.inflight_cond);
 	}
 	/* what it held and did not commit: stat forgets its size */
 	if (h->writer && handle_unshow(n, h) && n->nlookup)
@@ -320,7 +320,7 @@ static void open_wait_truncation(struct fs *fs, struct node *n)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 1;
 	while (n->trunc_waiting &&
-	       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+	       pthread_cond_timedwait(&fs->mirror.inflight_cond, &fs->lock,
 				      &until) != ETIMEDOUT)
 		;
 }

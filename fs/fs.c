@@ -60,11 +60,11 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	}
-	if (fs->cfg.delay_connect && !fs->loaded) {
+	if (fs->cfg.delay_connect && !fs->mirror.loaded) {
 		fs_connect_start(fs);	/* which goes live once loaded */
 		return;
 	}
-	if (!fs->loaded && fs_load(fs, &err))
+	if (!fs->mirror.loaded && fs_load(fs, &err))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot list the keys: %s\n",
 			 err.msg);
 	fs_go_live(fs);
@@ -73,19 +73,20 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 static void fs_destroy(void *userdata)
 {
 	struct fs *fs = userdata;
-	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
+	struct store_watch *w,
+		*old[sizeof(fs->mirror.old) / sizeof(fs->mirror.old[0])];
 	size_t i, nold;
 
 	/* delay_connect's thread may be starting the watch: it goes first */
 	fs_connect_stop(fs);
 	/* taken under the lock: a relist may be replacing the watch */
 	pthread_mutex_lock(&fs->lock);
-	fs->stopping = true;
-	w = fs->watch;
-	fs->watch = NULL;
-	nold = fs->nold;
-	memcpy(old, fs->old, nold * sizeof(old[0]));
-	fs->nold = 0;
+	fs->mirror.stopping = true;
+	w = fs->mirror.watch;
+	fs->mirror.watch = NULL;
+	nold = fs->mirror.nold;
+	memcpy(old, fs->mirror.old, nold * sizeof(old[0]));
+	fs->mirror.nold = 0;
 	pthread_mutex_unlock(&fs->lock);
 	/* a relist in w's thread sees stopping and returns: w's join ends */
 	if (w)
@@ -155,7 +156,7 @@ struct fs *fs_new(const struct fs_config *cfg)
 	pthread_mutex_init(&fs->echo.lock, NULL);
 	pthread_mutex_init(&fs->replay_lock, NULL);
 	pthread_cond_init(&fs->echo.cond, NULL);
-	pthread_cond_init(&fs->inflight_cond, NULL);
+	pthread_cond_init(&fs->mirror.inflight_cond, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&fs->echo.follow.cond, &ca);
@@ -192,11 +193,11 @@ void fs_free(struct fs *fs)
 	history_free(fs);
 	seen_free(fs);
 	temp_names_free(fs->temp);
-	inval_release(&fs->pending_invals);
+	inval_release(&fs->mirror.pending_invals);
 	fs_gate_free(fs);
 	quorum_free(fs);
 	pthread_cond_destroy(&fs->echo.cond);
-	pthread_cond_destroy(&fs->inflight_cond);
+	pthread_cond_destroy(&fs->mirror.inflight_cond);
 	pthread_cond_destroy(&fs->echo.follow.cond);
 	pthread_mutex_destroy(&fs->replay_lock);
 	pthread_mutex_destroy(&fs->echo.lock);

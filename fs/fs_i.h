@@ -118,7 +118,7 @@ struct inflight {
 	struct inflight *next;
 	const char *key;	/* borrowed from the writer */
 	size_t key_len;
-	uint64_t seq;		/* fs->inflight_seq when it began */
+	uint64_t seq;		/* fs->mirror.inflight_seq when it began */
 };
 
 /*
@@ -177,11 +177,11 @@ struct echo_follow {
 struct fs;
 
 /*
- * An observer of the mirror (fs->observer): given another client's change
- * (@kv; a deletion of its key at @rev if @del) with fs->lock held, it
- * either puts it in the tree itself, recording the invalidations in
- * @inv, and returns 0, or returns a negative errno and does nothing (the
- * mirror then applies the change itself).
+ * An observer of the mirror (fs->mirror.observer): given another
+ * client's change (@kv; a deletion of its key at @rev if @del) with
+ * fs->lock held, it either puts it in the tree itself, recording the
+ * invalidations in @inv, and returns 0, or returns a negative errno and
+ * does nothing (the mirror then applies the change itself).
  */
 typedef int mirror_change_fn(struct fs *fs, bool del,
 			     const struct store_kv *kv, int64_t rev,
@@ -197,7 +197,7 @@ struct watch_count {
 /*
  * The echo (echo.c): a thread that hands other clients' changes, one at a
  * time, to the echo's process, pid @pid (0: none), whose requests are the
- * echo's.  It is the mirror's observer (fs->observer) while it runs.
+ * echo's.  It is the mirror's observer (fs->mirror.observer) while it runs.
  */
 struct echo {
 	/*
@@ -219,6 +219,54 @@ struct echo {
 	bool stop;
 };
 
+/*
+ * The mirror kept live (live.c): the watch, the writes in flight, the
+ * mount's own changes.  Every field is protected by fs->lock but
+ * watch_count's atomics; the tree itself is fs->tree.
+ */
+struct mirror {
+	bool loaded;			/* the first listing is in */
+	/*
+	 * The watch, and the ones compactions ended, to join: the watch's
+	 * own thread replaces it (relist) while fs_destroy() may be
+	 * stopping it; once stopping is set no watch is started and a
+	 * relist gives up.
+	 */
+	struct store_watch *watch;
+	struct store_watch *old[16];
+	size_t nold;
+	bool stopping;
+	bool watch_ok;			/* the watch is connected */
+	/* the kernel's invalidations of changes applied, still to send */
+	struct inval_list pending_invals;
+	/*
+	 * Keys the mount is writing right now: their watch events wait
+	 * until the write is in the mirror, so that the mount's own writes
+	 * are never echoed.
+	 */
+	struct inflight *inflight;
+	uint64_t inflight_seq;	/* the next inflight's seq */
+	pthread_cond_t inflight_cond;	/* with fs->lock */
+	/* the mount's own changes whose watch events are still to come */
+	struct own_change *own;
+	size_t nown;
+	/*
+	 * The watch delivered every change up to applied_rev (its events,
+	 * a progress event, a listing after a compaction), and each is in
+	 * the tree (fs_mirror_applied).  applied_wake, if set, is broadcast
+	 * when it moves: quorum.c's condition variable, given at quorum_new,
+	 * so that the mirror wakes the barrier without calling it.
+	 */
+	int64_t applied_rev;
+	pthread_cond_t *applied_wake;
+	/*
+	 * The mirror's observer of other clients' changes: the echo
+	 * (echo.c) registers itself while it runs; NULL: none.
+	 */
+	mirror_change_fn *observer;
+	struct watch_count watch_count;	/* atomics */
+};
+
 /* node->cache_rev: the kernel may hold pages of no known revision */
 #define CACHE_UNKNOWN ((int64_t)-1)
 
@@ -226,6 +274,8 @@ struct fs {
 	struct fs_config cfg;
 	struct store *store;
 	struct fs_kernel kernel;	/* kernel.c's; its own lock */
+	struct mirror mirror;		/* live.c's; under lock but the
+					 * atomics */
 
 	pthread_mutex_t lock;
 	struct tree tree;		/* protected by lock, like all below */
@@ -238,19 +288,6 @@ struct fs {
 	 */
 	struct handle *open;
 	struct dir_handle *open_dirs;
-
-	bool loaded;			/* the first listing is in */
-	/*
-	 * The watch, and the ones compactions ended, to join.  Under lock:
-	 * the watch's own thread replaces it (live.c's relist) while
-	 * fs_destroy() may be stopping it; once stopping is set no watch is
-	 * started and a relist gives up.
-	 */
-	struct store_watch *watch;
-	struct store_watch *old[16];
-	size_t nold;
-	bool stopping;
-	bool watch_ok;			/* the watch is connected */
 
 	/*
 	 * The last opens of a replaced inode answered ESTALE (file.c's
@@ -274,19 +311,7 @@ struct fs {
 	 * the mount (tests/fs/daemon.bats).  Taken after no other lock.
 	 */
 	pthread_mutex_t replay_lock;
-	struct inval_list pending_invals;	/* protected by lock */
 
-	/*
-	 * Keys the mount is writing right now (protected by lock): their
-	 * watch events wait until the write is in the mirror, so that the
-	 * mount's own writes are never echoed.
-	 */
-	struct inflight *inflight;
-	uint64_t inflight_seq;	/* the next inflight's seq */
-	pthread_cond_t inflight_cond;
-	/* the mount's own changes whose watch events are still to come */
-	struct own_change *own;		/* protected by lock (live.c) */
-	size_t nown;
 	struct timespec mounted;
 	struct temp_names *temp;	/* -o temp_names=; NULL if none */
 	struct fs_space *space;		/* statfs.c's; protected by lock */
@@ -301,22 +326,6 @@ struct fs {
 	bool no_open;
 	struct fs_quorum *quorum;	/* quorum.c's; NULL but for -o quorum
 					 * on v3 (made with the fs) */
-	/*
-	 * The mirror's, under lock: the watch delivered every change up to
-	 * applied_rev (its events, a progress event, a listing after a
-	 * compaction), and each is in the tree (fs_mirror_applied).
-	 * applied_wake, if set, is broadcast when it moves: quorum.c's
-	 * condition variable, given at quorum_new, so that the mirror wakes
-	 * the barrier without calling it.
-	 */
-	int64_t applied_rev;
-	pthread_cond_t *applied_wake;
-	/*
-	 * The mirror's observer of other clients' changes, under lock: the
-	 * echo (echo.c) registers itself while it runs; NULL: none.
-	 */
-	mirror_change_fn *observer;
-	struct watch_count watch_count;	/* live.c's; atomics */
 };
 
 #include "echo_thread.h"

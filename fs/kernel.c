@@ -100,7 +100,8 @@ int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
 
 	if (!notify_begin(fs))
 		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_inval_entry(fs->kernel.se, parent, name, len);
+	ret = fuse_lowlevel_notify_inval_entry(fs->kernel.se, parent, name,
+					       len);
 	pthread_rwlock_unlock(&fs->kernel.notify_lock);
 	return ret;
 }

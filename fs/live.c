@@ -198,29 +198,29 @@ void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 {
 	in->key = key;
 	in->key_len = key_len;
-	in->seq = fs->inflight_seq++;
-	in->next = fs->inflight;
-	fs->inflight = in;
+	in->seq = fs->mirror.inflight_seq++;
+	in->next = fs->mirror.inflight;
+	fs->mirror.inflight = in;
 }
 
 void inflight_end(struct fs *fs, struct inflight *in)
 {
 	struct inflight **p;
 
-	for (p = &fs->inflight; *p; p = &(*p)->next) {
+	for (p = &fs->mirror.inflight; *p; p = &(*p)->next) {
 		if (*p == in) {
 			*p = in->next;
 			break;
 		}
 	}
-	pthread_cond_broadcast(&fs->inflight_cond);
+	pthread_cond_broadcast(&fs->mirror.inflight_cond);
 }
 
 bool inflight_has(struct fs *fs, const char *key, size_t key_len)
 {
 	struct inflight *in;
 
-	for (in = fs->inflight; in; in = in->next) {
+	for (in = fs->mirror.inflight; in; in = in->next) {
 		if (in->key_len == key_len &&
 		    memcmp(in->key, key, key_len) == 0)
 			return true;
@@ -241,13 +241,13 @@ static void own_changes_drop(struct fs *fs, int64_t rev)
 {
 	size_t i = 0;
 
-	while (i < fs->nown) {
-		if (fs->own[i].rev > rev) {
+	while (i < fs->mirror.nown) {
+		if (fs->mirror.own[i].rev > rev) {
 			i++;
 			continue;
 		}
-		free(fs->own[i].key);
-		fs->own[i] = fs->own[--fs->nown];
+		free(fs->mirror.own[i].key);
+		fs->mirror.own[i] = fs->mirror.own[--fs->mirror.nown];
 	}
 }
 
@@ -259,20 +259,21 @@ void own_change_add(struct fs *fs, const char *key, size_t key_len,
 
 	if (rev <= 0 || fs->cfg.nowatch)
 		return;
-	if (!fs->own) {
-		fs->own = calloc(OWN_CHANGES_MAX, sizeof(*fs->own));
-		if (!fs->own)
+	if (!fs->mirror.own) {
+		fs->mirror.own = calloc(OWN_CHANGES_MAX,
+					sizeof(*fs->mirror.own));
+		if (!fs->mirror.own)
 			return;
 	}
-	if (fs->nown == OWN_CHANGES_MAX) {
+	if (fs->mirror.nown == OWN_CHANGES_MAX) {
 		/* an event that never came (the watch cut off meanwhile) */
-		for (i = 1; i < fs->nown; i++)
-			if (fs->own[i].rev < fs->own[oldest].rev)
+		for (i = 1; i < fs->mirror.nown; i++)
+			if (fs->mirror.own[i].rev < fs->mirror.own[oldest].rev)
 				oldest = i;
-		free(fs->own[oldest].key);
-		fs->own[oldest] = fs->own[--fs->nown];
+		free(fs->mirror.own[oldest].key);
+		fs->mirror.own[oldest] = fs->mirror.own[--fs->mirror.nown];
 	}
-	c = &fs->own[fs->nown];
+	c = &fs->mirror.own[fs->mirror.nown];
 	c->key = malloc(key_len + 1);
 	if (!c->key)
 		return;
@@ -280,7 +281,7 @@ void own_change_add(struct fs *fs, const char *key, size_t key_len,
 	c->key[key_len] = '\0';
 	c->key_len = key_len;
 	c->rev = rev;
-	fs->nown++;
+	fs->mirror.nown++;
 }
 
 bool own_change_take(struct fs *fs, const char *key, size_t key_len,
@@ -288,13 +289,13 @@ bool own_change_take(struct fs *fs, const char *key, size_t key_len,
 {
 	size_t i;
 
-	for (i = 0; i < fs->nown; i++) {
-		struct own_change *c = &fs->own[i];
+	for (i = 0; i < fs->mirror.nown; i++) {
+		struct own_change *c = &fs->mirror.own[i];
 
 		if (c->rev == rev && c->key_len == key_len &&
 		    memcmp(c->key, key, key_len) == 0) {
 			free(c->key);
-			*c = fs->own[--fs->nown];
+			*c = fs->mirror.own[--fs->mirror.nown];
 			return true;
 		}
 	}
@@ -311,8 +312,8 @@ static bool own_change_after(struct fs *fs, const char *key, size_t key_len,
 {
 	size_t i;
 
-	for (i = 0; i < fs->nown; i++) {
-		struct own_change *c = &fs->own[i];
+	for (i = 0; i < fs->mirror.nown; i++) {
+		struct own_change *c = &fs->mirror.own[i];
 
 		if (c->rev > rev && c->key_len == key_len &&
 		    memcmp(c->key, key, key_len) == 0)
@@ -324,8 +325,8 @@ static bool own_change_after(struct fs *fs, const char *key, size_t key_len,
 void own_changes_free(struct fs *fs)
 {
 	own_changes_drop(fs, INT64_MAX);
-	free(fs->own);
-	fs->own = NULL;
+	free(fs->mirror.own);
+	fs->mirror.own = NULL;
 }
 
 /* How long a change of a key waits for the one before it, at most. */
@@ -345,7 +346,7 @@ bool inflight_wait(struct fs *fs, struct node *n)
 	/* n->key is looked at again each time: a rename may change it */
 	while (n->key && inflight_has(fs, n->key, n->key_len)) {
 		waited = true;
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+		if (pthread_cond_timedwait(&fs->mirror.inflight_cond, &fs->lock,
 					   &until) == ETIMEDOUT) {
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s': a change "
 				 "still in flight after %d s, going on\n",
@@ -509,7 +510,7 @@ int fs_load(struct fs *fs, struct store_error *err)
 	}
 	if (ret)
 		return ret;
-	fs->loaded = true;
+	fs->mirror.loaded = true;
 	return 0;
 }
 
@@ -526,15 +527,15 @@ int fs_start_watch(struct fs *fs, int64_t from)
 	if (ret)
 		fs_log_store_error("cannot watch", &err);
 	pthread_mutex_lock(&fs->lock);
-	if (fs->stopping) {
+	if (fs->mirror.stopping) {
 		/* the filesystem stopped meanwhile: no watch outlives it */
 		pthread_mutex_unlock(&fs->lock);
 		if (w)
 			store_watch_stop(w);
 		return ret ? ret : STORE_EINVAL;
 	}
-	fs->watch = w;
-	fs->watch_ok = ret == 0;
+	fs->mirror.watch = w;
+	fs->mirror.watch_ok = ret == 0;
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
@@ -543,18 +544,18 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
 {
 	if (rev > fs->tree.revision)
 		fs->tree.revision = rev;
-	if (rev <= fs->applied_rev)
+	if (rev <= fs->mirror.applied_rev)
 		return;
-	fs->applied_rev = rev;
+	fs->mirror.applied_rev = rev;
 	/* -o quorum's barrier waits for this */
-	if (fs->applied_wake)
-		pthread_cond_broadcast(fs->applied_wake);
+	if (fs->mirror.applied_wake)
+		pthread_cond_broadcast(fs->mirror.applied_wake);
 }
 
 /*
  * Applies a change from elsewhere to the mirror at once, and hands it to
  * the mirror's observer, the echo thread, for its inotify events
- * (fs->observer, which echo.c registers: this file never calls it by
+ * (fs->mirror.observer, which echo.c registers: this file never calls it by
  * name); without one (or when it refuses, its queue long), it is applied
  * without one.  The
  * caller moves the mirror's revision (fs_mirror_applied) once every
@@ -562,7 +563,7 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
  */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 {
-	struct inval_list *inv = &fs->pending_invals;
+	struct inval_list *inv = &fs->mirror.pending_invals;
 	struct node *n;
 
 	/*
@@ -578,7 +579,8 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 			tree_replace(&fs->tree, n, inv);
 	}
 	/* the echo, if it runs, takes it (and puts it in the tree) */
-	if (fs->observer && fs->observer(fs, del, kv, rev, inv) == 0)
+	if (fs->mirror.observer &&
+	    fs->mirror.observer(fs, del, kv, rev, inv) == 0)
 		return;
 	if (del)
 		tree_delete(&fs->tree, kv->key, kv->key_len, rev, inv);
@@ -613,7 +615,7 @@ static void own_write_wait(struct fs *fs, const char *key, size_t key_len)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += OWN_WRITE_WAIT_MAX;
 	while (inflight_has(fs, key, key_len)) {
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+		if (pthread_cond_timedwait(&fs->mirror.inflight_cond, &fs->lock,
 					   &until) == ETIMEDOUT) {
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: a write of "
 				 "'%.*s' still in flight after %d s, going "
@@ -626,14 +628,14 @@ static void own_write_wait(struct fs *fs, const char *key, size_t key_len)
 
 uint64_t inflight_seq_now(struct fs *fs)
 {
-	return fs->inflight_seq;
+	return fs->mirror.inflight_seq;
 }
 
 static bool inflight_begun_before(struct fs *fs, uint64_t seq)
 {
 	struct inflight *in;
 
-	for (in = fs->inflight; in; in = in->next) {
+	for (in = fs->mirror.inflight; in; in = in->next) {
 		if (in->seq < seq)
 			return true;
 	}
@@ -647,7 +649,7 @@ bool inflight_wait_begun_before(struct fs *fs, uint64_t seq)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += OWN_WRITE_WAIT_MAX;
 	while (inflight_begun_before(fs, seq)) {
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
+		if (pthread_cond_timedwait(&fs->mirror.inflight_cond, &fs->lock,
 					   &until) == ETIMEDOUT) {
 			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: writes "
 				 "still in flight after %d s, going on\n",
@@ -723,9 +725,10 @@ static void test_hold(enum test_hold hold)
  */
 static void unlock_and_send(struct fs *fs)
 {
-	struct inval_list inv = fs->pending_invals;
+	struct inval_list inv = fs->mirror.pending_invals;
 
-	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
+	memset(&fs->mirror.pending_invals, 0,
+	       sizeof(fs->mirror.pending_invals));
 	pthread_mutex_unlock(&fs->lock);
 	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0 &&
 	    fs->cfg.attr_timeout == 0) {
@@ -745,10 +748,10 @@ static void unlock_and_send(struct fs *fs)
 	pthread_mutex_unlock(&fs->replay_lock);
 }
 
-/* Counts @ev for user.etcd.stats (stats.c reads fs->watch_count). */
+/* Counts @ev for user.etcd.stats (stats.c reads fs->mirror.watch_count). */
 static void count_watch_event(struct fs *fs, const struct store_event *ev)
 {
-	struct watch_count *c = &fs->watch_count;
+	struct watch_count *c = &fs->mirror.watch_count;
 	int64_t rev = ev->type == STORE_EV_PUT ? ev->kv.mod_revision :
 		      ev->revision;
 	int_fast64_t cur;
@@ -764,7 +767,7 @@ static void count_watch_event(struct fs *fs, const struct store_event *ev)
 
 static void count_relist(struct fs *fs)
 {
-	atomic_fetch_add_explicit(&fs->watch_count.relists, 1,
+	atomic_fetch_add_explicit(&fs->mirror.watch_count.relists, 1,
 				  memory_order_relaxed);
 }
 
@@ -788,7 +791,7 @@ static void relist(struct fs *fs)
 	for (tries = 0;; tries++) {
 		pthread_mutex_lock(&fs->lock);
 		/* unmounting: the join of this thread waits for us */
-		if (fs->stopping) {
+		if (fs->mirror.stopping) {
 			pthread_mutex_unlock(&fs->lock);
 			return;
 		}
@@ -861,9 +864,10 @@ static void relist(struct fs *fs)
 	fs_mirror_applied(fs, l.revision);
 	rev = l.revision;
 	/* this thread's watch ends when the callback returns: join it later */
-	if (fs->watch && fs->nold < sizeof(fs->old) / sizeof(fs->old[0])) {
-		fs->old[fs->nold++] = fs->watch;
-		fs->watch = NULL;
+	if (fs->mirror.watch && fs->mirror.nold <
+	    sizeof(fs->mirror.old) / sizeof(fs->mirror.old[0])) {
+		fs->mirror.old[fs->mirror.nold++] = fs->mirror.watch;
+		fs->mirror.watch = NULL;
 	}
 	unlock_and_send(fs);
 	store_list_release(&l);
@@ -883,18 +887,18 @@ static void watch_event(void *arg, const struct store_event *ev)
 		seen_note(fs, ev->kv.key, ev->kv.key_len,
 			  ev->kv.mod_revision);
 		watch_change(fs, false, &ev->kv, ev->kv.mod_revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_DELETE:
 		watch_change(fs, true, &ev->kv, ev->revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:
 		fs_mirror_applied(fs, ev->revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_ERROR:
-		fs->watch_ok = false;
+		fs->mirror.watch_ok = false;
 		break;
 	}
 	unlock_and_send(fs);

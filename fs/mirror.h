@@ -13,7 +13,7 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
 /*
  * The mirror has applied every change the watch delivered up to @rev:
  * the one place where the watch moves the mirror's revision
- * (fs->tree.revision) and fs->applied_rev.  fs->lock held.
+ * (fs->tree.revision) and fs->mirror.applied_rev.  fs->lock held.
  */
 void fs_mirror_applied(struct fs *fs, int64_t rev);
 /* With fs->lock held: @in names @key as being written, until ..._end. */

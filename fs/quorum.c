@@ -15,8 +15,8 @@
  * (store_watch_progress) says how far the stream got, asked again every
  * QUORUM_ASK_MS while anyone waits (etcd does not answer one while the
  * watch catches up).  The mirror says how far it has applied the watch
- * (fs->applied_rev, moved by live.c's fs_mirror_applied, which wakes the
- * condition variable this file gives it, fs->applied_wake: it calls
+ * (fs->mirror.applied_rev, moved by live.c's fs_mirror_applied, which wakes the
+ * condition variable this file gives it, fs->mirror.applied_wake: it calls
  * nothing here).  A change is in the mirror
  * as soon as the watch delivers it, so this never waits for the echo,
  * whose syscalls may need the directory lock the kernel holds for the
@@ -97,7 +97,7 @@ int quorum_new(struct fs *fs)
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->quorum = q;
-	fs->applied_wake = &q->cond;
+	fs->mirror.applied_wake = &q->cond;
 	return 0;
 }
 
@@ -107,7 +107,7 @@ void quorum_free(struct fs *fs)
 
 	if (!q)
 		return;
-	fs->applied_wake = NULL;
+	fs->mirror.applied_wake = NULL;
 	pthread_cond_destroy(&q->cond);
 	free(q);
 	fs->quorum = NULL;
@@ -164,11 +164,11 @@ static void ask_progress(struct fs *fs, struct fs_quorum *q, int64_t rev)
 
 	if (rev <= q->asked_rev && now - q->asked_ms < QUORUM_ASK_MS)
 		return;
-	if (fs->stopping || !fs->watch)
+	if (fs->mirror.stopping || !fs->mirror.watch)
 		return;
 	q->asked_rev = rev;
 	q->asked_ms = now;
-	if (store_watch_progress(fs->watch) == 0)
+	if (store_watch_progress(fs->mirror.watch) == 0)
 		q->c.progress++;
 }
 
@@ -204,7 +204,7 @@ int quorum_barrier(struct fs *fs, fuse_req_t req)
 	}
 	err = q->err;
 	rev = q->rev;
-	while (!err && fs->applied_rev < rev) {
+	while (!err && fs->mirror.applied_rev < rev) {
 		now = now_ms();
 		if (now >= deadline) {
 			err = -ETIMEDOUT;

@@ -108,7 +108,7 @@ static struct fs_space *space_get(struct fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	sp = fs->space;
-	if (!sp && !fs->stopping) {
+	if (!sp && !fs->mirror.stopping) {
 		fresh = calloc(1, sizeof(*fresh));
 		if (fresh) {
 			pthread_mutex_init(&fresh->lock, NULL);

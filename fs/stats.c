@@ -4,7 +4,7 @@
  *
  * The store's counters (helper/store_stats.c: requests by kind, errors
  * by kind, retries, conflicts, bytes), the watch's (live.c's
- * fs->watch_count: events delivered, how far the mirror lags behind
+ * fs->mirror.watch_count: events delivered, how far the mirror lags behind
  * them, relists), the FUSE requests by
  * operation (gate.c), the values pushed into the kernel's page cache
  * (fuse_stored), -o quorum's barrier (quorum.c) and what the mirror
@@ -98,12 +98,13 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	line(&o, "etcd_bytes_sent %" PRIu64 "\n", st.bytes_sent);
 	line(&o, "etcd_bytes_received %" PRIu64 "\n", st.bytes_received);
 	line(&o, "watch_events %" PRIu64 "\n",
-	     (uint64_t)atomic_load(&fs->watch_count.events));
+	     (uint64_t)atomic_load(&fs->mirror.watch_count.events));
 	/* fs->lock held by the caller */
-	lag = (int64_t)atomic_load(&fs->watch_count.rev) - fs->tree.revision;
+	lag = (int64_t)atomic_load(&fs->mirror.watch_count.rev) -
+	      fs->tree.revision;
 	line(&o, "watch_lag %" PRId64 "\n", lag > 0 ? lag : 0);
 	line(&o, "watch_relists %" PRIu64 "\n",
-	     (uint64_t)atomic_load(&fs->watch_count.relists));
+	     (uint64_t)atomic_load(&fs->mirror.watch_count.relists));
 	line(&o, "echo_pending %zu\n", echo_pending(fs));
 	line(&o, "echo_follower %d\n", echo_follower(fs) ? 1 : 0);
 	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo.follow.walked_n);

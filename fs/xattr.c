@@ -104,7 +104,7 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 		if (strcmp(name, "user.etcd.watch") == 0)
 			return snprintf(buf, size, "%s",
 					fs->cfg.nowatch ? "off" :
-					fs->watch_ok ? "connected" :
+					fs->mirror.watch_ok ? "connected" :
 					"connecting");
 		if (strcmp(name, "user.etcd.stats") == 0)
 			return fs_stats_text(fs, big);	/* fs/stats.c */

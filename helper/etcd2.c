@@ -42,7 +42,8 @@
  * its createdIndex becomes the new index.
  *
  * Threads: any number of threads may call in at once; a watch has a
- * thread of its own (etcd2_watch.c).  Lock order: only a watch's lock, taken alone.
+ * thread of its own (etcd2_watch.c).  Lock order: only a watch's lock,
+ * taken alone.
  */
 #include <errno.h>
 #include <inttypes.h>
