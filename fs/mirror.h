@@ -95,4 +95,16 @@ static inline bool fs_is_temp_name(struct fs *fs, const char *name)
 	return temp_name(fs->temp, name);
 }
 
+/* inflight.c, for live.c: fs->lock held */
+/* Forgets the own changes at or below @rev (INT64_MAX: all). */
+void own_changes_drop(struct fs *fs, int64_t rev);
+/* Did the mount change @key after @rev?  (A listing's stale key.) */
+bool own_change_after(struct fs *fs, const char *key, size_t key_len,
+		      int64_t rev);
+/*
+ * Waits until no write of @key by this mount is in flight (bounded),
+ * dropping fs->lock meanwhile.
+ */
+void own_write_wait(struct fs *fs, const char *key, size_t key_len);
+
 #endif /* ETCDFS_MIRROR_H */

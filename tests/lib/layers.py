@@ -56,7 +56,7 @@ LAYERS = {
         ['names', 'temp', 'codec_run', 'echo_proc', 'errno_map', 'inval'],
         ['tree', 'node_times'],
         ['kernel'],
-        ['seen'],
+        ['seen', 'inflight'],
         ['live'],
         ['echo_plan'],
         ['echo'],
