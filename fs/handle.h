@@ -23,6 +23,23 @@
  * nor -o quorum (its barrier is at open).
  */
 bool fs_no_open_mode(const struct fs_config *cfg);
+/* handle.c: fs->lock held by none of these but as said */
+/*
+ * A handle of @n for @pid's open with @fi's flags (the echo's, @echo:
+ * writes are no-ops), listed in fs->open and, for a writer, in
+ * n->handles.  fs->lock held; NULL on ENOMEM.
+ */
+struct handle *handle_new(struct fs *fs, struct node *n,
+			  struct fuse_file_info *fi, pid_t pid, bool echo);
+/*
+ * As handle_new, for a reader of @n whose key has moved on to the node
+ * @src (n was replaced while the open waited): it reads @src's value.
+ */
+struct handle *handle_new_from(struct fs *fs, struct node *n,
+			       struct node *src, struct fuse_file_info *fi,
+			       pid_t pid);
+/* Unlists @h and frees it (a release); fs->lock not held. */
+void handle_free(struct fs *fs, struct handle *h);
 /* The handles whose RELEASE never came; at fs_free. */
 void fs_handles_free(struct fs *fs);
 

@@ -62,6 +62,7 @@ LAYERS = {
         ['echo'],
         ['pins', 'codec', 'dirmove'],
         ['commit'],
+        ['handle'],
         ['quorum'],
         ['gate'],
         ['connect'],
