@@ -105,6 +105,7 @@ static inline struct handle *handle_of(struct fuse_file_info *fi)
 	return (struct handle *)(uintptr_t)fi->fh;
 }
 
+/* A pinned revision (pins.c), in fs->pins: under fs->lock. */
 struct pin {
 	char *key;
 	size_t key_len;
@@ -114,6 +115,10 @@ struct pin {
 	struct timespec set;
 };
 
+/*
+ * A write in flight (inflight.c), on its writer's stack, in
+ * fs->mirror.inflight: under fs->lock.
+ */
 struct inflight {
 	struct inflight *next;
 	const char *key;	/* borrowed from the writer */
@@ -271,8 +276,8 @@ struct mirror {
 #define CACHE_UNKNOWN ((int64_t)-1)
 
 struct fs {
-	struct fs_config cfg;
-	struct store *store;
+	struct fs_config cfg;		/* read-only after fs_new */
+	struct store *store;		/* borrowed; thread-safe */
 	struct fs_kernel kernel;	/* kernel.c's; its own lock */
 	struct mirror mirror;		/* live.c's; under lock but the
 					 * atomics */
@@ -284,7 +289,7 @@ struct fs {
 	/*
 	 * Every handle not released yet.  The kernel drops the RELEASEs it
 	 * has not sent when the mount goes away: fs_free frees what is left.
-	 * The same for directories (fs.c's dir_handle).
+	 * The same for directories (dir.c's dir_handle).
 	 */
 	struct handle *open;
 	struct dir_handle *open_dirs;

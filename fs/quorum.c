@@ -21,7 +21,7 @@
  * as soon as the watch delivers it, so this never waits for the echo,
  * whose syscalls may need the directory lock the kernel holds for the
  * lookup waiting here.  The watch's thread itself waits only for the
- * reply of a write of the mount's own (live.c's own_write_wait), which
+ * reply of a write of the mount's own (inflight.c's own_write_wait), which
  * never waits for the barrier; and while the kernel caches no name nor
  * attribute (the timeouts' defaults under quorum) it sends the kernel no
  * invalidation, which could wait for that lock (live.c's
