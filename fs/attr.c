@@ -1,5 +1,7 @@
 /*
- * attr.c - setattr: sizes, modes, owners and times of files
+ * attr.c - getattr and setattr: what stat shows of a node (also in the
+ * entries that lookups, creates and readdirplus reply), and sizes, modes,
+ * owners and times set
  *
  * A size goes to the open file's buffer (ftruncate, open with O_TRUNC) or
  * is committed at once (truncate of a path, commit.c).  etcd keeps no
@@ -16,10 +18,83 @@
 #include <sys/stat.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
-static struct fs *fs_of(fuse_req_t req)
+void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
 {
-	return fuse_req_userdata(req);
+	/*
+	 * A removed node of the change the echo replays is, for the kernel,
+	 * still there until the echo's unlink or rmdir: with no link, the
+	 * kernel would drop inotify's watches of it first (DELETE_SELF)
+	 */
+	bool removed = n->removed && !echo_holds(fs, n);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = fs->cfg.uid;
+	st->st_gid = fs->cfg.gid;
+	st->st_blksize = 4096;
+	if (n->type == NODE_DIR) {
+		st->st_mode = S_IFDIR | (0777 & ~fs->cfg.umask);
+		/* "." and the entry in its parent, and each child's ".." */
+		st->st_nlink = removed ? 0 : 2 + n->ndirs;
+		st->st_mtim = n->mtime;
+	} else {
+		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
+		st->st_nlink = removed ? 0 : 1;
+		/* what etcd has, or what a writer holds (commit.c) */
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (st->st_size + 511) / 512;
+		st->st_mtim = n->mtime;
+		codec_fill_attr(n, st);		/* a decoded view's (codec.c) */
+		node_writer_attr(n, st);
+	}
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+	node_kept_attr(n, st);		/* set by utimensat, chmod (attr.c) */
+	if (fs->cfg.ro)
+		st->st_mode &= ~0222;
+}
+
+/* Fills @e for @n and counts the kernel's new reference; fs->lock held. */
+void fs_fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = node_id(fs, n);
+	/* a removed node (the echo's, see echo_lookup) is not cached */
+	e->attr_timeout = n->removed ? 0 : fs->cfg.attr_timeout;
+	e->entry_timeout = n->removed ? 0 : fs->cfg.entry_timeout;
+	node_fill_attr(fs, n, &e->attr);
+	n->nlookup++;
+}
+
+void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n)
+{
+	struct fuse_entry_param e;
+
+	pthread_mutex_lock(&fs->lock);
+	fs_fill_entry(fs, n, &e);
+	/* the entry's lookup holds it now: the caller's reference may go */
+	node_unref(&fs->tree, n);
+	pthread_mutex_unlock(&fs->lock);
+	if (fuse_reply_entry(req, &e) == -ENOENT) {
+		/* the request was interrupted: the kernel took no reference */
+		pthread_mutex_lock(&fs->lock);
+		node_forget(&fs->tree, n, 1);
+		pthread_mutex_unlock(&fs->lock);
+	}
+}
+
+void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct stat st;
+
+	pthread_mutex_lock(&fs->lock);
+	node_fill_attr(fs, node_of(fs, ino), &st);
+	pthread_mutex_unlock(&fs->lock);
+	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
 }
 
 /*
@@ -40,51 +115,6 @@ static int failed_commit(struct node *n, struct fuse_file_info *fi)
 		if (h->failed_err)
 			return -h->failed_err;
 	return 0;
-}
-
-static bool same_time(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
-}
-
-/* Are the times utimensat set still those @n shows? */
-static bool times_kept(const struct node *n)
-{
-	return n->rare && n->rare->times_set &&
-	       same_time(&n->rare->set_mtime, &n->mtime);
-}
-
-int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
-		   const struct timespec *mtime)
-{
-	struct timespec cur_atime = times_kept(n) ? n->rare->atime : n->mtime;
-	struct timespec since = times_kept(n) ? n->rare->ctime : n->mtime;
-	const struct timespec *a = what & ATTR_SET_ATIME ? atime : &cur_atime;
-	const struct timespec *m = what & ATTR_SET_MTIME ? mtime : &n->mtime;
-
-	if (same_time(a, m) && !n->rare) {
-		/* atime and ctime are the mtime: nothing else to keep */
-		n->mtime = *m;
-		return 0;
-	}
-	if (!node_rare(n))
-		return -ENOMEM;
-	n->rare->atime = *a;
-	n->rare->ctime = since;		/* when the mount saw the revision */
-	n->mtime = *m;
-	n->rare->set_mtime = n->mtime;
-	n->rare->times_set = true;
-	return 0;
-}
-
-void node_kept_attr(struct node *n, struct stat *st)
-{
-	if (times_kept(n) && same_time(&st->st_mtim, &n->mtime)) {
-		st->st_atim = n->rare->atime;
-		st->st_ctim = n->rare->ctime;
-	}
-	if (n->local && n->rare && n->rare->mode_set)
-		st->st_mode = (st->st_mode & S_IFMT) | n->rare->mode;
 }
 
 /*

@@ -3,9 +3,10 @@
  * compare-and-swap
  *
  * An open file of a key holds its own copy of the value (file.c); writes
- * and truncations go to that copy.  The copy is committed at flush
- * (close), fsync or release, once, as a guaranteed update preconditioned
- * on the revision the copy was based on (or on a pin, see xattr.c): if
+ * (handle_write) and truncations go to that copy.  The copy is committed
+ * at flush (close), fsync or release, once, as a guaranteed update
+ * preconditioned on the revision the copy was based on (or on a pin, see
+ * pins.c): if
  * someone else changed the key meanwhile, the commit fails with ESTALE
  * and etcd keeps their value.
  *
@@ -14,6 +15,9 @@
  * release or fsync, because shells open, dup2() and close() a
  * redirection's file before the command writes to it, and that close must
  * not store an empty value in between.
+ *
+ * It never replies: file.c's write, flush and fsync answer the kernel
+ * with what it returns.
  *
  * What it cannot do: a value can never exceed the cluster's limit (EFBIG
  * at write time).
@@ -24,11 +28,6 @@
 
 #include "codec.h"
 #include "fs_i.h"
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 static int grow(char **buf, size_t *cap, size_t need)
 {
@@ -313,7 +312,7 @@ static void trunc_settled(struct fs *fs, struct node *n, struct handle *h)
 		return;
 	h->trunc_waiting = false;
 	n->trunc_waiting--;
-	pthread_cond_broadcast(&fs->inflight_cond);
+	pthread_cond_broadcast(&fs->mirror.inflight_cond);
 }
 
 void node_drop_writers(struct fs *fs, struct node *n)
@@ -488,26 +487,24 @@ void handle_committed(struct fs *fs, fuse_ino_t ino)
 	fs_notify_inval_inode(fs, ino, 0, 0);
 }
 
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-	      off_t off, struct fuse_file_info *fi)
+int handle_write(struct fs *fs, struct handle *h, const char *buf,
+		 size_t size, off_t off)
 {
-	struct fs *fs = fs_of(req);
-	struct handle *h = handle_of(fi);
 	size_t max = value_limit(fs, h->node->key_len), o = (size_t)off;
 	int err = 0;
 
 	if (h->echo)
-		goto out;
+		return 0;
 	pthread_mutex_lock(&h->lock);
 	pthread_mutex_lock(&fs->lock);
-	err = -handle_follow(fs, h);
+	err = handle_follow(fs, h);
 	if (!err && h->local) {
 		struct node *n = h->node;
 
 		if (h->append)
 			o = n->size;
 		if (o + size > n->size)
-			err = -node_local_resize(fs, n, o + size);
+			err = node_local_resize(fs, n, o + size);
 		if (!err)
 			memcpy(n->value + o, buf, size);
 	}
@@ -518,10 +515,10 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		o = h->len;
 	if (o + size > max) {
 		/* refused, and nothing else: close commits what it held */
-		err = EFBIG;
+		err = -EFBIG;
 	} else {
 		if (o + size > h->len)
-			err = -resize(&h->buf, &h->len, &h->cap, o + size);
+			err = resize(&h->buf, &h->len, &h->cap, o + size);
 		if (!err) {
 			memcpy(h->buf + o, buf, size);
 			h->dirty = true;
@@ -536,11 +533,7 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	}
 out_unlock:
 	pthread_mutex_unlock(&h->lock);
-out:
-	if (err)
-		fuse_reply_err(req, err);
-	else
-		fuse_reply_write(req, size);
+	return err;
 }
 
 int fs_truncate_open(struct fs *fs, struct fuse_file_info *fi, off_t size)
@@ -651,49 +644,4 @@ int fs_truncate_path(struct fs *fs, struct node *n, off_t size, pid_t pid)
 	free(data);
 	free(key);
 	return err;
-}
-
-/* flush (every close) and fsync: commit now if the copy needs it */
-static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
-			   struct fuse_file_info *fi, bool final)
-{
-	struct fs *fs = fs_of(req);
-	struct handle *h = handle_of(fi);
-	bool writer;
-	int ret;
-
-	if (!h) {
-		/*
-		 * Opened without a message (file.c, fs->no_open): a reader
-		 * of a read-only mount, with nothing to commit.  ENOSYS to a
-		 * flush has the kernel send no flush again.
-		 */
-		fuse_reply_err(req, final ? 0 : ENOSYS);
-		return;
-	}
-	/* once answered, the release may free @h: nothing of it after */
-	writer = h->writer;
-	pthread_mutex_lock(&h->lock);
-	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
-	pthread_mutex_unlock(&h->lock);
-	/*
-	 * A writer's private maps may have filled the readers' pages: they
-	 * are gone before its close returns (no lock is held here).
-	 */
-	if (writer)
-		handle_committed(fs, ino);
-	fuse_reply_err(req, ret < 0 ? -ret : 0);
-	if (ret == HANDLE_COMMITTED && !writer)
-		handle_committed(fs, ino);
-}
-
-void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	sync_and_reply(req, ino, fi, false);
-}
-
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-	      struct fuse_file_info *fi)
-{
-	sync_and_reply(req, ino, fi, true);
 }

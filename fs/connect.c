@@ -26,6 +26,22 @@
 #define CONNECT_MIN_MS	200
 #define CONNECT_MAX_MS	5000
 
+void fs_go_live(struct fs *fs)
+{
+	int64_t from;
+
+	if (fs->cfg.nowatch)
+		return;
+	if (kernel_has_session(&fs->kernel) && fs->cfg.mountpoint &&
+	    echo_start(fs))
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
+			 "changes will not show as inotify events\n");
+	pthread_mutex_lock(&fs->lock);
+	from = fs->tree.revision + 1;
+	pthread_mutex_unlock(&fs->lock);
+	fs_start_watch(fs, from);
+}
+
 __attribute__((format(printf, 2, 3)))
 static void status(struct fs *fs, const char *fmt, ...)
 {

@@ -46,13 +46,14 @@
  * with that thread (PR_SET_PDEATHSIG), and on EOF.
  *
  * The thread hands the process one change at a time and waits for its
- * answer, with fs->echo_cur set to the change, so the handlers know which
+ * answer, with fs->echo.cur set to the change, so the handlers know which
  * change the process's requests are about.  If no answer comes within
- * ECHO_TIMEOUT_MS, the process is killed, and echo_cur stays set until it
+ * ECHO_TIMEOUT_MS, the process is killed, and echo.cur stays set until it
  * is gone (whatever request of it is still being served must be served
  * as the echo's); the change has no events and the next one gets a new
  * process.  The watch never waits on any of this: it queues changes, and
- * applies them without an echo once ECHO_QUEUE_MAX wait (live.c).
+ * applies them without an echo once ECHO_QUEUE_MAX wait (echo_observe,
+ * the observer the mirror is given).
  *
  * The process replays relative to the mount's root, and only while the
  * mountpoint is the mount the daemon made (its device and mount id, from
@@ -98,6 +99,8 @@
 #include "names.h"
 #include "thread.h"
 
+/* Past this many changes waiting, the mirror applies them without an echo. */
+#define ECHO_QUEUE_MAX 100000
 /* How long one change's syscalls may take before the process is killed. */
 #define ECHO_TIMEOUT_MS 5000
 /* How soon a process that could not be started is tried again. */
@@ -114,19 +117,24 @@ static void ev_free(struct echo_ev *e)
 /* Appends @e to the queue; fs->lock held. */
 static void ev_queue(struct fs *fs, struct echo_ev *e)
 {
-	pthread_mutex_lock(&fs->echo_lock);
-	if (fs->echo_tail)
-		fs->echo_tail->next = e;
+	pthread_mutex_lock(&fs->echo.lock);
+	if (fs->echo.tail)
+		fs->echo.tail->next = e;
 	else
-		fs->echo_head = e;
-	fs->echo_tail = e;
-	fs->echo_len++;
-	pthread_cond_signal(&fs->echo_cond);
-	pthread_mutex_unlock(&fs->echo_lock);
+		fs->echo.head = e;
+	fs->echo.tail = e;
+	fs->echo.len++;
+	pthread_cond_signal(&fs->echo.cond);
+	pthread_mutex_unlock(&fs->echo.lock);
 }
 
-int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
-		int64_t rev, struct inval_list *inv)
+/*
+ * Another client's change (@kv; a deletion of its key at @rev if @del):
+ * applied to the mirror at once, and queued for the echo to replay.
+ * fs->lock held; 0 or -ENOMEM (nothing done).
+ */
+static int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
+		       int64_t rev, struct inval_list *inv)
 {
 	struct echo_ev *e = calloc(1, sizeof(*e));
 
@@ -141,6 +149,19 @@ int echo_change(struct fs *fs, bool del, const struct store_kv *kv,
 	else
 		ev_free(e);
 	return 0;
+}
+
+/*
+ * The mirror's observer (fs->mirror.observer, a mirror_change_fn): takes the
+ * change while the echo runs and its queue is not too long; -EAGAIN, and
+ * the mirror applies the change itself, if not.
+ */
+static int echo_observe(struct fs *fs, bool del, const struct store_kv *kv,
+			int64_t rev, struct inval_list *inv)
+{
+	if (!fs->echo.running || fs->echo.len >= ECHO_QUEUE_MAX)
+		return -EAGAIN;
+	return echo_change(fs, del, kv, rev, inv);
 }
 
 static int64_t now_ms(void)
@@ -158,8 +179,8 @@ static int64_t now_ms(void)
 static int child_wait(struct fs *fs, short events, int64_t deadline)
 {
 	struct pollfd p[2] = {
-		{ .fd = fs->echo_child.sock, .events = events },
-		{ .fd = fs->echo_child.wake, .events = POLLIN },
+		{ .fd = fs->echo.child.sock, .events = events },
+		{ .fd = fs->echo.child.wake, .events = POLLIN },
 	};
 
 	for (;;) {
@@ -186,7 +207,7 @@ static int child_send(struct fs *fs, const void *buf, size_t len,
 	int err;
 
 	while (len) {
-		ssize_t w = send(fs->echo_child.sock, p, len,
+		ssize_t w = send(fs->echo.child.sock, p, len,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w >= 0) {
@@ -211,7 +232,7 @@ static int child_recv(struct fs *fs, void *buf, size_t len, int64_t deadline)
 	int err;
 
 	while (len) {
-		ssize_t r = recv(fs->echo_child.sock, p, len, MSG_DONTWAIT);
+		ssize_t r = recv(fs->echo.child.sock, p, len, MSG_DONTWAIT);
 
 		if (r > 0) {
 			p += r;
@@ -302,9 +323,9 @@ static int child_spawn(struct fs *fs)
 		close(sv[0]);
 		return -err;
 	}
-	fs->echo_child.sock = sv[0];
+	fs->echo.child.sock = sv[0];
 	pthread_mutex_lock(&fs->lock);
-	fs->echo_pid = pid;
+	fs->echo.pid = pid;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -312,12 +333,12 @@ static int child_spawn(struct fs *fs)
 /*
  * Ends the process (killed first if @kill_it) and waits until it is gone:
  * for ever if @patient, since a request of it that a worker is serving
- * must be served as the echo's (echo_cur is still set); else for 2 s at
+ * must be served as the echo's (echo.cur is still set); else for 2 s at
  * most, then it is left to die.
  */
 static void child_end(struct fs *fs, bool kill_it, bool patient)
 {
-	pid_t pid = fs->echo_pid;	/* only this thread writes it */
+	pid_t pid = fs->echo.pid;	/* only this thread writes it */
 	bool exited = false;
 	int i;
 
@@ -325,8 +346,8 @@ static void child_end(struct fs *fs, bool kill_it, bool patient)
 		return;
 	if (kill_it)
 		kill(pid, SIGKILL);
-	close(fs->echo_child.sock);	/* EOF: it exits */
-	fs->echo_child.sock = -1;
+	close(fs->echo.child.sock);	/* EOF: it exits */
+	fs->echo.child.sock = -1;
 	for (i = 0; patient || i < 200; i++) {
 		siginfo_t si = { 0 };
 		int r = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT |
@@ -344,7 +365,7 @@ static void child_end(struct fs *fs, bool kill_it, bool patient)
 	}
 	/* not the echo's any more before its pid can be another's */
 	pthread_mutex_lock(&fs->lock);
-	fs->echo_pid = 0;
+	fs->echo.pid = 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (exited)
 		waitpid(pid, NULL, 0);
@@ -386,7 +407,7 @@ static int child_call(struct fs *fs, const struct echo_msg *m,
 		child_end(fs, false, true);
 		break;
 	}
-	fs->echo_child.retry_at = now_ms();
+	fs->echo.child.retry_at = now_ms();
 	return err;
 }
 
@@ -453,7 +474,7 @@ static bool mountinfo_line(char *line, const char *mountpoint,
  */
 static int find_mount(struct fs *fs)
 {
-	struct echo_child *c = &fs->echo_child;
+	struct echo_child *c = &fs->echo.child;
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
 	size_t cap = 0;
@@ -481,10 +502,10 @@ static int find_mount(struct fs *fs)
 /* True if there is an echo process; starts one if there is none. */
 static bool child_ready(struct fs *fs)
 {
-	struct echo_child *c = &fs->echo_child;
+	struct echo_child *c = &fs->echo.child;
 	int err;
 
-	if (fs->echo_pid > 0)
+	if (fs->echo.pid > 0)
 		return true;
 	if (now_ms() < c->retry_at)
 		return false;
@@ -507,7 +528,7 @@ static bool child_ready(struct fs *fs)
 static int replay_op(struct fs *fs, struct echo_ev *e, enum echo_op op,
 		     const char *path, size_t path_len)
 {
-	struct echo_child *c = &fs->echo_child;
+	struct echo_child *c = &fs->echo.child;
 	struct echo_msg m = {
 		.op = op,
 		.path_len = (uint32_t)path_len,
@@ -557,11 +578,11 @@ static int replay_op(struct fs *fs, struct echo_ev *e, enum echo_op op,
 
 void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir)
 {
-	struct echo_follow *f = &fs->echo_follow;
+	struct echo_follow *f = &fs->echo.follow;
 	int64_t now = now_ms();
 	unsigned i;
 
-	if (fs->echo_pid <= 0 || fuse_req_ctx(req)->pid == fs->echo_pid)
+	if (fs->echo.pid <= 0 || fuse_req_ctx(req)->pid == fs->echo.pid)
 		return;
 	for (i = 0; i < ECHO_FOLLOW_RING; i++) {
 		if (f->made[i] != dir->ino ||
@@ -576,7 +597,7 @@ void echo_dir_walked(struct fs *fs, fuse_req_t req, struct node *dir)
 
 bool echo_follower(struct fs *fs)
 {
-	int64_t seen = fs->echo_follow.seen_ms;
+	int64_t seen = fs->echo.follow.seen_ms;
 
 	return seen && now_ms() - seen < FOLLOWER_TTL_MS;
 }
@@ -588,7 +609,7 @@ bool echo_follower(struct fs *fs)
  */
 static unsigned follow_note(struct fs *fs, struct node *dir)
 {
-	struct echo_follow *f = &fs->echo_follow;
+	struct echo_follow *f = &fs->echo.follow;
 	unsigned slot;
 
 	pthread_mutex_lock(&fs->lock);
@@ -611,7 +632,7 @@ static unsigned follow_note(struct fs *fs, struct node *dir)
  */
 static void follow_wait(struct fs *fs, unsigned slot)
 {
-	struct echo_follow *f = &fs->echo_follow;
+	struct echo_follow *f = &fs->echo.follow;
 	int64_t now = now_ms(), until = now + FOLLOW_WAIT_MS;
 	bool walked = false;
 
@@ -675,7 +696,7 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 		fs_send_invals(fs, &inv);
 		return;
 	}
-	fs->echo_cur = e;
+	fs->echo.cur = e;
 	/*
 	 * The names to make, and those gone from the mirror since: the
 	 * kernel forgets what another process learnt of them (a positive
@@ -700,7 +721,7 @@ static void echo_one(struct fs *fs, struct echo_ev *e)
 	replay(fs, e);
 
 	pthread_mutex_lock(&fs->lock);
-	fs->echo_cur = NULL;
+	fs->echo.cur = NULL;
 	n = e->chain[e->nchain - 1];
 	/* the echo's write went through the page cache: drop it */
 	if (!e->del && n->nlookup)
@@ -730,9 +751,9 @@ static void test_hold_echo(struct fs *fs)
 	for (i = 0; path && !stop && access(path, F_OK) == 0 && i < 600;
 	     i++) {
 		usleep(100000);
-		pthread_mutex_lock(&fs->echo_lock);
-		stop = fs->echo_stop;
-		pthread_mutex_unlock(&fs->echo_lock);
+		pthread_mutex_lock(&fs->echo.lock);
+		stop = fs->echo.stop;
+		pthread_mutex_unlock(&fs->echo.lock);
 	}
 }
 
@@ -741,30 +762,30 @@ static void *echo_main(void *arg)
 	struct fs *fs = arg;
 
 	child_ready(fs);
-	pthread_mutex_lock(&fs->echo_lock);
-	while (!fs->echo_stop) {
-		struct echo_ev *e = fs->echo_head;
+	pthread_mutex_lock(&fs->echo.lock);
+	while (!fs->echo.stop) {
+		struct echo_ev *e = fs->echo.head;
 
 		if (!e) {
-			pthread_cond_wait(&fs->echo_cond, &fs->echo_lock);
+			pthread_cond_wait(&fs->echo.cond, &fs->echo.lock);
 			continue;
 		}
-		fs->echo_head = e->next;
-		if (!fs->echo_head)
-			fs->echo_tail = NULL;
-		pthread_mutex_unlock(&fs->echo_lock);
+		fs->echo.head = e->next;
+		if (!fs->echo.head)
+			fs->echo.tail = NULL;
+		pthread_mutex_unlock(&fs->echo.lock);
 		test_hold_echo(fs);
 		echo_one(fs, e);
 		ev_free(e);
 		/* one that died or hung is replaced at once, not at the next */
-		if (fs->echo_pid <= 0)
+		if (fs->echo.pid <= 0)
 			child_ready(fs);
-		pthread_mutex_lock(&fs->echo_lock);
-		fs->echo_len--;		/* counted until replayed */
-		fs->echo_done++;
-		pthread_cond_broadcast(&fs->echo_cond);
+		pthread_mutex_lock(&fs->echo.lock);
+		fs->echo.len--;		/* counted until replayed */
+		fs->echo.done++;
+		pthread_cond_broadcast(&fs->echo.cond);
 	}
-	pthread_mutex_unlock(&fs->echo_lock);
+	pthread_mutex_unlock(&fs->echo.lock);
 	child_end(fs, false, false);
 	return NULL;
 }
@@ -773,8 +794,8 @@ int echo_start(struct fs *fs)
 {
 	int ret;
 
-	memset(&fs->echo_child, 0, sizeof(fs->echo_child));
-	fs->echo_child.sock = -1;
+	memset(&fs->echo.child, 0, sizeof(fs->echo.child));
+	fs->echo.child.sock = -1;
 	ret = find_mount(fs);
 	if (ret) {
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: echo: cannot find the mount "
@@ -782,17 +803,18 @@ int echo_start(struct fs *fs)
 			 fs->cfg.mountpoint, strerror(-ret));
 		return ret;
 	}
-	fs->echo_child.wake = eventfd(0, EFD_CLOEXEC);
-	if (fs->echo_child.wake < 0)
+	fs->echo.child.wake = eventfd(0, EFD_CLOEXEC);
+	if (fs->echo.child.wake < 0)
 		return -errno;
 	/* with every signal blocked: FUSE's handlers stay on its threads */
-	ret = thread_start(&fs->echo_thread, echo_main, fs);
+	ret = thread_start(&fs->echo.thread, echo_main, fs);
 	if (ret) {
-		close(fs->echo_child.wake);
+		close(fs->echo.child.wake);
 		return -ret;
 	}
 	pthread_mutex_lock(&fs->lock);
-	fs->echo_running = true;
+	fs->echo.running = true;
+	fs->mirror.observer = echo_observe;
 	pthread_mutex_unlock(&fs->lock);
 	return 0;
 }
@@ -801,44 +823,45 @@ void echo_stop(struct fs *fs)
 {
 	struct echo_ev *e, *next;
 
-	if (!fs->echo_running)
+	if (!fs->echo.running)
 		return;
-	pthread_mutex_lock(&fs->echo_lock);
-	fs->echo_stop = true;
-	pthread_cond_broadcast(&fs->echo_cond);
-	pthread_mutex_unlock(&fs->echo_lock);
+	pthread_mutex_lock(&fs->echo.lock);
+	fs->echo.stop = true;
+	pthread_cond_broadcast(&fs->echo.cond);
+	pthread_mutex_unlock(&fs->echo.lock);
 	/* wakes the thread if it waits on the process */
-	if (eventfd_write(fs->echo_child.wake, 1))
+	if (eventfd_write(fs->echo.child.wake, 1))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: echo: cannot wake the echo "
 			 "thread: %s\n", strerror(errno));
 	/* its waits are the queue's and the process's, woken above */
-	thread_stop(&fs->echo_thread);
+	thread_stop(&fs->echo.thread);
 	pthread_mutex_lock(&fs->lock);
-	fs->echo_running = false;
-	for (e = fs->echo_head; e; e = next) {
+	fs->echo.running = false;
+	fs->mirror.observer = NULL;
+	for (e = fs->echo.head; e; e = next) {
 		next = e->next;
 		echo_chain_release(fs, e);
 		ev_free(e);
 	}
-	fs->echo_head = fs->echo_tail = NULL;
-	fs->echo_len = 0;
+	fs->echo.head = fs->echo.tail = NULL;
+	fs->echo.len = 0;
 	pthread_mutex_unlock(&fs->lock);
-	close(fs->echo_child.wake);
+	close(fs->echo.child.wake);
 }
 
 size_t echo_pending(struct fs *fs)
 {
 	size_t n;
 
-	pthread_mutex_lock(&fs->echo_lock);
-	n = fs->echo_len;
-	pthread_mutex_unlock(&fs->echo_lock);
+	pthread_mutex_lock(&fs->echo.lock);
+	n = fs->echo.len;
+	pthread_mutex_unlock(&fs->echo.lock);
 	return n;
 }
 
 struct echo_ev *echo_of(struct fs *fs, fuse_req_t req)
 {
-	if (fs->echo_pid <= 0 || fuse_req_ctx(req)->pid != fs->echo_pid)
+	if (fs->echo.pid <= 0 || fuse_req_ctx(req)->pid != fs->echo.pid)
 		return NULL;
-	return fs->echo_cur;
+	return fs->echo.cur;
 }

@@ -293,16 +293,16 @@ bool echo_remove(struct fs *fs, struct echo_ev *e, struct node *dir,
 
 bool echo_names(struct fs *fs, struct node *dir, const char *name)
 {
-	return fs->echo_cur && fs->echo_cur->chain &&
-	       chain_index(fs, fs->echo_cur, dir, name) >= 0;
+	return fs->echo.cur && fs->echo.cur->chain &&
+	       chain_index(fs, fs->echo.cur, dir, name) >= 0;
 }
 
 bool echo_holds(struct fs *fs, struct node *n)
 {
 	size_t i;
 
-	for (i = 0; fs->echo_cur && i < fs->echo_cur->nchain; i++)
-		if (fs->echo_cur->chain[i] == n)
+	for (i = 0; fs->echo.cur && i < fs->echo.cur->nchain; i++)
+		if (fs->echo.cur->chain[i] == n)
 			return true;
 	return false;
 }

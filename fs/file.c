@@ -1,9 +1,10 @@
 /*
- * file.c - open files: snapshots for reading, buffers for writing
+ * file.c - the FUSE operations on files: open, create, mknod, read,
+ * write, flush, fsync, release
  *
- * An open file of a key holds its own copy of the value, taken at open, so
- * what it reads never changes under it.  Writes go to that copy, which
- * commit.c commits to etcd.
+ * An open file of a key holds its own copy of the value, taken at open
+ * (handle.c), so what it reads never changes under it.  Writes go to that
+ * copy, which commit.c commits to etcd.
  *
  * Temp files of editors and tools (fs/temp.h) live in memory only:
  * their content is the node's value, shared by every open file.
@@ -23,16 +24,12 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "names.h"
 #include "quorum.h"
 
 /* The largest value pushed into the kernel's pages at its first open. */
 #define STORE_PAGES_MAX (128 * 1024)
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 /* Has any local temp file of @dir a key moved away to it? fs->lock held. */
 static struct node *find_ghost(struct node *dir, const char *key,
@@ -47,243 +44,6 @@ static struct node *find_ghost(struct node *dir, const char *key,
 			return c;
 	}
 	return NULL;
-}
-
-static struct handle *handle_new(struct fs *fs, struct node *n,
-				 struct fuse_file_info *fi, pid_t pid,
-				 bool echo);
-
-/*
- * As handle_new, for a reader of @n whose key has moved on to the node
- * @src (n was replaced while the open waited): it reads @src's value.
- */
-static struct handle *handle_new_from(struct fs *fs, struct node *n,
-				      struct node *src,
-				      struct fuse_file_info *fi, pid_t pid)
-{
-	struct handle *h = handle_new(fs, src, fi, pid, false);
-
-	if (h && src != n) {
-		src->nopen--;
-		src->refs--;
-		n->nopen++;
-		n->refs++;
-		h->node = n;
-	}
-	return h;
-}
-
-static struct handle *handle_new(struct fs *fs, struct node *n,
-				 struct fuse_file_info *fi, pid_t pid,
-				 bool echo)
-{
-	struct handle *h = calloc(1, sizeof(*h));
-
-	if (!h)
-		return NULL;
-	h->local = n->local;
-	if (!echo && !h->local) {
-		bool trunc = fi->flags & O_TRUNC;
-		size_t len = trunc ? 0 : n->size;
-
-		/* fs_open reads an evicted value again before this */
-		if ((len && !n->value) || !(h->buf = malloc(len + 1))) {
-			free(h);
-			return NULL;
-		}
-		if (len)
-			memcpy(h->buf, n->value, len);
-		h->buf[len] = '\0';
-		h->len = len;
-		h->cap = len + 1;
-		/* a shell's redirection closes once before it writes */
-		h->truncated = trunc && (n->size > 0 || n->pending);
-	} else if (!echo && (fi->flags & O_TRUNC)) {
-		node_local_resize(fs, n, 0);
-	}
-	pthread_mutex_init(&h->lock, NULL);
-	h->node = n;
-	h->append = fi->flags & O_APPEND;
-	h->pid = pid;
-	h->base = n->mod_revision;
-	h->echo = echo;
-	if (!echo)
-		n->nopen++;
-	if (!echo && (fi->flags & O_ACCMODE) != O_RDONLY) {
-		h->writer = true;
-		h->nnext = n->handles;
-		n->handles = h;
-		/*
-		 * The kernel fills the readers' pages from the writer's copy
-		 * when it maps the file privately: they are not the
-		 * revision's any more (see fs_open).
-		 */
-		n->cache_rev = CACHE_UNKNOWN;
-	}
-	/* a local file's content goes through the kernel's pages */
-	if (!echo && h->local)
-		n->cache_rev = CACHE_UNKNOWN;
-	n->refs++;
-	h->onext = fs->open;
-	h->oprev = &fs->open;
-	if (fs->open)
-		fs->open->oprev = &h->onext;
-	fs->open = h;
-	return h;
-}
-
-/* Out of fs->open: fs->lock held, or the session over. */
-static void handle_unlist(struct handle *h)
-{
-	*h->oprev = h->onext;
-	if (h->onext)
-		h->onext->oprev = h->oprev;
-}
-
-/* Freed, once out of fs->open; no lock needed. */
-static void handle_destroy(struct handle *h)
-{
-	pthread_mutex_destroy(&h->lock);
-	free(h->buf);
-	free(h);
-}
-
-static void handle_free(struct fs *fs, struct handle *h)
-{
-	struct inval_list inv = { 0 };
-	struct node *n = h->node;
-
-	pthread_mutex_lock(&fs->lock);
-	if (!h->echo)
-		n->nopen--;
-	if (h->trunc_waiting) {
-		n->trunc_waiting--;
-		pthread_cond_broadcast(&fs->inflight_cond);
-	}
-	/* what it held and did not commit: stat forgets its size */
-	if (h->writer && handle_unshow(n, h) && n->nlookup)
-		inval_add(&inv, false, node_id(fs, n), NULL, 0);
-	/* the last reader of the pages: a writer's size shows from now on */
-	if (h->cached && !--n->cached_readers && node_writer_changed(n) &&
-	    n->nlookup)
-		inval_add(&inv, false, node_id(fs, n), NULL, 0);
-	if (h->writer) {
-		struct handle **p;
-
-		for (p = &n->handles; *p; p = &(*p)->nnext) {
-			if (*p == h) {
-				*p = h->nnext;
-				break;
-			}
-		}
-	}
-	/*
-	 * A new file whose creation could not be saved does not exist: the
-	 * kernel, which has its name from the create, forgets it too.
-	 */
-	if (n->pending && n->refs == 1 && !n->removed && n->parent) {
-		struct node *dir = n->parent;
-
-		inval_add(&inv, true, node_id(fs, dir), n->name, n->name_len);
-		inval_add(&inv, false, node_id(fs, dir), NULL, 0);
-		node_drop(&fs->tree, n);
-		tree_keep(&fs->tree, dir);
-	}
-	node_unref(&fs->tree, n);
-	handle_unlist(h);
-	pthread_mutex_unlock(&fs->lock);
-	handle_destroy(h);
-	fs_send_invals(fs, &inv);
-}
-
-/*
- * The handles whose RELEASE never came: the session is over, and the tree
- * goes next (its nodes are not unreferenced one by one).
- */
-void fs_handles_free(struct fs *fs)
-{
-	struct handle *h;
-
-	while ((h = fs->open)) {
-		handle_unlist(h);
-		handle_destroy(h);
-	}
-}
-
-/*
- * Reads @n's key again: for -o nowatch, for -o quorum, or because the value
- * budget evicted its value.  With quorum and the watch, a linearizable read
- * of the key's revision alone comes first: when the mirror has that
- * revision, its value is served and the value is not sent again.  fs->lock
- * held; dropped for the requests and taken again.  Returns 0 or a negative
- * errno.
- */
-static int refresh_file(struct fs *fs, struct node *n)
-{
-	bool probe = fs->cfg.quorum && !fs->cfg.nowatch && n->value;
-	struct store_error err_info = { 0 };
-	struct inval_list inv = { 0 };
-	struct store_kv kv = { 0 };
-	size_t key_len = n->key_len;
-	char *key = malloc(key_len + 1);
-	int ret, err;
-
-	if (!key)
-		return -ENOMEM;
-	memcpy(key, n->key, key_len);
-	n->refs++;
-again:
-	pthread_mutex_unlock(&fs->lock);
-	ret = store_get(fs->store, key, key_len,
-			(fs->cfg.quorum ? STORE_READ_QUORUM : 0) |
-				(probe ? STORE_READ_KEYS_ONLY : 0),
-			&kv, &err_info);
-	pthread_mutex_lock(&fs->lock);
-	if (ret == 0 && probe) {
-		probe = false;
-		if (kv.mod_revision == n->mod_revision && n->value &&
-		    !n->removed) {
-			err = 0;
-			goto out;
-		}
-		store_kv_release(&kv);
-		goto again;
-	}
-	if (ret == 0) {
-		/* the revision the mirror has: only its value was missing */
-		if (kv.mod_revision == n->mod_revision && !n->value &&
-		    !n->removed)
-			err = node_set_value(&fs->tree, n, kv.value,
-					     kv.value_len);
-		else
-			err = tree_put(&fs->tree, &kv, &inv);
-	} else if (ret == STORE_ENOTFOUND) {
-		err = tree_delete(&fs->tree, key, key_len, 0, &inv);
-	} else {
-		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
-			 err_info.key, err_info.msg);
-		err = fs_errno(ret);
-	}
-out:
-	node_unref(&fs->tree, n);
-	free(key);
-	store_kv_release(&kv);
-	inval_release(&inv);
-	return err;
-}
-
-int fs_load_value(struct fs *fs, struct node *n)
-{
-	int err;
-
-	if (n->value || n->local || n->pending || n->type != NODE_FILE)
-		return 0;
-	if (n->removed)
-		return -ENOENT;
-	err = refresh_file(fs, n);
-	if (!err && !n->value)
-		err = n->removed ? -ENOENT : -EIO;
-	return err;
 }
 
 /*
@@ -385,6 +145,64 @@ bool fs_no_open_mode(const struct fs_config *cfg)
 	       (cfg->revision || (!cfg->nowatch && !cfg->value_budget));
 }
 
+/*
+ * A file was opened with O_TRUNC and closed unwritten: its empty value is
+ * committed at its last close, which follows at once, or it is written
+ * to; either way, a reader of @n waits a moment (a second at most).
+ * fs->lock held, dropped meanwhile.
+ */
+static void open_wait_truncation(struct fs *fs, struct node *n)
+{
+	struct timespec until;
+
+	if (!n->trunc_waiting)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	while (n->trunc_waiting &&
+	       pthread_cond_timedwait(&fs->mirror.inflight_cond, &fs->lock,
+				      &until) != ETIMEDOUT)
+		;
+}
+
+/*
+ * What the handle of an open of @n starts from, in *@srcp: @n, or for a
+ * reader of an inode replaced meanwhile, the key's node now.  It is read
+ * again first for nowatch and v2's quorum (v3's passed the barrier,
+ * quorum.c), and when the value budget evicted its value (unless the
+ * open truncates it anyway).  fs->lock held, dropped meanwhile; 0, or
+ * -ENOENT if it was deleted while it was read again (or evicted and
+ * removed), or another -errno.
+ */
+static int open_source(struct fs *fs, struct node *n, bool echo, bool wr,
+		       bool trunc, struct node **srcp)
+{
+	struct node *src = n;
+	bool refreshed;
+	int err;
+
+	for (refreshed = false;; refreshed = true) {
+		if (!echo && !wr && src->removed && !src->pending &&
+		    !src->local)
+			src = tree_find_key(&fs->tree, n->key,
+					    n->key_len) ?: src;
+		if (echo || src->local || src->pending || src->removed)
+			break;
+		if ((src->value || trunc) &&
+		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
+			break;
+		err = refreshed ? -EIO : fs_refresh_file(fs, src);
+		if (err)
+			return err;
+	}
+	if (!echo && !src->local && !src->pending && !src->value && !trunc)
+		return -ENOENT;
+	if (refreshed && src->removed && !src->pending && !src->local)
+		return -ENOENT;
+	*srcp = src;
+	return 0;
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
@@ -392,7 +210,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bool trunc = fi->flags & O_TRUNC;
 	struct inval_list inv = { 0 };
 	struct echo_ev *echo;
-	bool paged, fill, store, refreshed, coded;
+	bool paged, fill, store, coded;
 	struct handle *h;
 	struct node *n, *src;
 	int64_t rev;
@@ -423,60 +241,17 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (echo && (echo->del || n->key_len != echo->kv.key_len ||
 		     memcmp(n->key, echo->kv.key, n->key_len) != 0))
 		echo = NULL;
-	if (!echo && !wr && n->trunc_waiting) {
-		/*
-		 * A file was opened with O_TRUNC and closed unwritten: its
-		 * empty value is committed at its last close, which follows
-		 * at once, or it is written to; either way, wait a moment.
-		 */
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
-		while (n->trunc_waiting &&
-		       pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-					      &until) != ETIMEDOUT)
-			;
-	}
+	if (!echo && !wr)
+		open_wait_truncation(fs, n);
 	if (!echo && stale_name(fs, n, fuse_req_ctx(req)->pid)) {
 		pthread_mutex_unlock(&fs->lock);
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
-	/*
-	 * What the handle starts from: @n, or for a reader of an inode
-	 * replaced meanwhile, the key's node now.  It is read again first
-	 * for nowatch and v2's quorum (v3's passed the barrier, quorum.c),
-	 * and when the value budget evicted its
-	 * value (unless the open truncates it anyway).
-	 */
-	src = n;
-	for (refreshed = false;; refreshed = true) {
-		if (!echo && !wr && src->removed && !src->pending &&
-		    !src->local)
-			src = tree_find_key(&fs->tree, n->key,
-					    n->key_len) ?: src;
-		if (echo || src->local || src->pending || src->removed)
-			break;
-		if ((src->value || trunc) &&
-		    (refreshed || (!fs->cfg.nowatch && !quorum_reads_etcd(fs))))
-			break;
-		err = refreshed ? EIO : -refresh_file(fs, src);
-		if (err) {
-			pthread_mutex_unlock(&fs->lock);
-			fuse_reply_err(req, err);
-			return;
-		}
-	}
-	if (!echo && !src->local && !src->pending && !src->value && !trunc) {
-		/* deleted while it was read again, or evicted and removed */
+	err = open_source(fs, n, echo != NULL, wr, trunc, &src);
+	if (err) {
 		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	if (refreshed && src->removed && !src->pending && !src->local) {
-		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, ENOENT);
+		fuse_reply_err(req, -err);
 		return;
 	}
 	node_touch(&fs->tree, src);
@@ -497,7 +272,8 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a decoded view is not the size stat shows: around the pages */
 	coded = h && !h->local && !echo && codec_key(fs, n->key, n->key_len);
 	paged = !wr && h && !h->local && rev > 0 && src == n && !n->handles &&
-		fs->se && n->cached_readers < USHRT_MAX && !coded;
+		kernel_has_session(&fs->kernel) &&
+		n->cached_readers < USHRT_MAX && !coded;
 	store = paged && n->cache_rev == 0 && h->len <= STORE_PAGES_MAX;
 	fill = paged && !store && n->cache_rev != rev;
 	if (store)
@@ -849,4 +625,60 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 	if (ret > 0)
 		handle_committed(fs, ino);
+}
+
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
+{
+	int err = handle_write(fs_of(req), handle_of(fi), buf, size, off);
+
+	if (err)
+		fuse_reply_err(req, -err);
+	else
+		fuse_reply_write(req, size);
+}
+
+/* flush (every close) and fsync: commit now if the copy needs it */
+static void sync_and_reply(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi, bool final)
+{
+	struct fs *fs = fs_of(req);
+	struct handle *h = handle_of(fi);
+	bool writer;
+	int ret;
+
+	if (!h) {
+		/*
+		 * Opened without a message (file.c, fs->no_open): a reader
+		 * of a read-only mount, with nothing to commit.  ENOSYS to a
+		 * flush has the kernel send no flush again.
+		 */
+		fuse_reply_err(req, final ? 0 : ENOSYS);
+		return;
+	}
+	/* once answered, the release may free @h: nothing of it after */
+	writer = h->writer;
+	pthread_mutex_lock(&h->lock);
+	ret = handle_commit(fs, h, final ? COMMIT_FSYNC : COMMIT_FLUSH);
+	pthread_mutex_unlock(&h->lock);
+	/*
+	 * A writer's private maps may have filled the readers' pages: they
+	 * are gone before its close returns (no lock is held here).
+	 */
+	if (writer)
+		handle_committed(fs, ino);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+	if (ret == HANDLE_COMMITTED && !writer)
+		handle_committed(fs, ino);
+}
+
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	sync_and_reply(req, ino, fi, false);
+}
+
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	sync_and_reply(req, ino, fi, true);
 }

@@ -1,20 +1,21 @@
 /*
- * fs.c - the FUSE low-level operations on names and directories, and the
- * filesystem's lifecycle
+ * fs.c - the filesystem's lifecycle (fs_new, init, going live, destroy,
+ * fs_free) and the table of its FUSE operations
  *
  * At mount the whole prefix is listed once and a watch keeps the mirror
  * current (live.c); each change invalidates exactly the kernel's entries
- * and inodes it touches.  With nowatch there is no watch: a directory is
- * listed again when it is opened and a file read again when it is opened,
- * so what the mount shows is as fresh as the last readdir or open.
+ * and inodes it touches (kernel.c).  With nowatch there is no watch: a
+ * directory is listed again when it is opened and a file read again when
+ * it is opened, so what the mount shows is as fresh as the last readdir
+ * or open.
  *
- * Files (open, read) are in file.c, writes and commits in commit.c,
- * setattr in attr.c, unlink and rename in move.c, extended attributes and
- * pins in xattr.c, statfs in statfs.c, the tree itself (no FUSE) in tree.c.
+ * The operations: names and directories in dir.c, files (open, read) in
+ * file.c, writes and commits in commit.c, getattr and setattr in attr.c,
+ * unlink and rename in move.c, extended attributes and pins in xattr.c,
+ * statfs in statfs.c; the tree itself (no FUSE) in tree.c.
  *
- * What it cannot do: hard links, symbolic links, special files, and
- * renaming a directory of more keys than one transaction holds (EXDEV:
- * mv copies instead; see dirmove.c).
+ * What it cannot do: renaming a directory of more keys than one
+ * transaction holds (EXDEV: mv copies instead; see dirmove.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,234 +25,11 @@
 #include <unistd.h>
 
 #include "fs_i.h"
+#include "gate.h"
+#include "ops.h"
+#include "seen.h"
 #include "quorum.h"
 #include "names.h"
-
-int fs_errno(int err)
-{
-	switch (err) {
-	case STORE_OK:
-		return 0;
-	case STORE_ENOTFOUND:
-		return -ENOENT;
-	case STORE_EEXISTS:
-		return -EEXIST;
-	case STORE_ECONFLICT:
-	case STORE_EPRECONDITION:
-		return -ESTALE;
-	case STORE_EUNREACHABLE:
-		return -ENOTCONN;
-	case STORE_ETIMEOUT:
-	case STORE_EUNKNOWN:	/* a write that may have been applied */
-		return -ETIMEDOUT;
-	case STORE_EUNAUTHENTICATED:
-	case STORE_EPERMISSION:
-		return -EACCES;
-	case STORE_ETOOLARGE:
-		return -EFBIG;
-	case STORE_EINVAL:
-		return -EINVAL;
-	case STORE_ENOTSUP:
-		return -ENOTSUP;
-	case STORE_ENOSPC:
-		fs_space_full();	/* logged once: why, and what to do */
-		return -ENOSPC;
-	case STORE_EINTERNAL:
-		return -ENOMEM;
-	case STORE_ECOMPACTED:
-	case STORE_EBADREPLY:
-	default:
-		return -EIO;
-	}
-}
-
-void fs_now(struct timespec *ts)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-}
-
-/* The kernel's node id is the node's address, the root's FUSE_ROOT_ID. */
-static uint64_t tree_node_id(const struct tree *t, const struct node *n)
-{
-	return n == t->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
-}
-
-fuse_ino_t node_id(struct fs *fs, struct node *n)
-{
-	return tree_node_id(&fs->tree, n);
-}
-
-struct node *node_of(struct fs *fs, fuse_ino_t ino)
-{
-	if (ino == FUSE_ROOT_ID)
-		return fs->tree.root;
-	return (struct node *)(uintptr_t)ino;
-}
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
-void node_fill_attr(struct fs *fs, struct node *n, struct stat *st)
-{
-	/*
-	 * A removed node of the change the echo replays is, for the kernel,
-	 * still there until the echo's unlink or rmdir: with no link, the
-	 * kernel would drop inotify's watches of it first (DELETE_SELF)
-	 */
-	bool removed = n->removed && !echo_holds(fs, n);
-
-	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
-	st->st_uid = fs->cfg.uid;
-	st->st_gid = fs->cfg.gid;
-	st->st_blksize = 4096;
-	if (n->type == NODE_DIR) {
-		st->st_mode = S_IFDIR | (0777 & ~fs->cfg.umask);
-		/* "." and the entry in its parent, and each child's ".." */
-		st->st_nlink = removed ? 0 : 2 + n->ndirs;
-		st->st_mtim = n->mtime;
-	} else {
-		st->st_mode = S_IFREG | (0666 & ~fs->cfg.umask);
-		st->st_nlink = removed ? 0 : 1;
-		/* what etcd has, or what a writer holds (commit.c) */
-		st->st_size = (off_t)n->size;
-		st->st_blocks = (st->st_size + 511) / 512;
-		st->st_mtim = n->mtime;
-		codec_fill_attr(n, st);		/* a decoded view's (codec.c) */
-		node_writer_attr(n, st);
-	}
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	node_kept_attr(n, st);		/* set by utimensat, chmod (attr.c) */
-	if (fs->cfg.ro)
-		st->st_mode &= ~0222;
-}
-
-/* Fills @e for @n and counts the kernel's new reference; fs->lock held. */
-static void fill_entry(struct fs *fs, struct node *n, struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = node_id(fs, n);
-	/* a removed node (the echo's, see echo_lookup) is not cached */
-	e->attr_timeout = n->removed ? 0 : fs->cfg.attr_timeout;
-	e->entry_timeout = n->removed ? 0 : fs->cfg.entry_timeout;
-	node_fill_attr(fs, n, &e->attr);
-	n->nlookup++;
-}
-
-void fs_reply_entry_unref(struct fs *fs, fuse_req_t req, struct node *n)
-{
-	struct fuse_entry_param e;
-
-	pthread_mutex_lock(&fs->lock);
-	fill_entry(fs, n, &e);
-	/* the entry's lookup holds it now: the caller's reference may go */
-	node_unref(&fs->tree, n);
-	pthread_mutex_unlock(&fs->lock);
-	if (fuse_reply_entry(req, &e) == -ENOENT) {
-		/* the request was interrupted: the kernel took no reference */
-		pthread_mutex_lock(&fs->lock);
-		node_forget(&fs->tree, n, 1);
-		pthread_mutex_unlock(&fs->lock);
-	}
-}
-
-void fs_send_invals(struct fs *fs, struct inval_list *l)
-{
-	size_t i;
-
-	for (i = 0; i < l->n; i++) {
-		struct inval *iv = &l->v[i];
-
-		if (iv->entry)
-			fs_notify_inval_entry(fs, iv->id, iv->name,
-					      iv->name_len);
-		else
-			fs_notify_inval_inode(fs, iv->id, 0, 0);
-	}
-	inval_release(l);
-}
-
-/* True, with notify_lock read-held, if a notification may go. */
-static bool notify_begin(struct fs *fs)
-{
-	if (!fs->se)
-		return false;
-	pthread_rwlock_rdlock(&fs->notify_lock);
-	if (atomic_load(&fs->notify_off)) {
-		pthread_rwlock_unlock(&fs->notify_lock);
-		return false;
-	}
-	return true;
-}
-
-int fs_notify_inval_inode(struct fs *fs, fuse_ino_t ino, off_t off,
-			  off_t len)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, off, len);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-int fs_notify_inval_entry(struct fs *fs, fuse_ino_t parent,
-			  const char *name, size_t len)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_inval_entry(fs->se, parent, name, len);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-int fs_notify_store(struct fs *fs, fuse_ino_t ino, off_t off,
-		    struct fuse_bufvec *bufv)
-{
-	int ret;
-
-	if (!notify_begin(fs))
-		return -ENOTCONN;
-	ret = fuse_lowlevel_notify_store(fs->se, ino, off, bufv, 0);
-	pthread_rwlock_unlock(&fs->notify_lock);
-	return ret;
-}
-
-/*
- * The notifications end here, before libfuse's unmount closes the device:
- * one sent after would go to a closed descriptor, or to whatever file
- * took its number meanwhile (the watch's next connection).  Those in
- * flight are waited for, a second at most: an invalidation can wait in
- * the kernel for a directory's lock, held by a request the finished loop
- * will never answer, and it is inside its write() already, which holds
- * the device open.
- */
-void fs_notify_stop(struct fs *fs)
-{
-	struct timespec until;
-
-	atomic_store(&fs->notify_off, true);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += 1;
-	if (pthread_rwlock_clockwrlock(&fs->notify_lock, CLOCK_MONOTONIC,
-				       &until) == 0)
-		pthread_rwlock_unlock(&fs->notify_lock);
-	else
-		fuse_log(FUSE_LOG_DEBUG, "etcdfs: a notification to the "
-			 "kernel is still waiting at unmount\n");
-}
-
-void fs_log_store_error(const char *what, const struct store_error *err)
-{
-	fuse_log(FUSE_LOG_ERR, "etcdfs: %s '%s': %s\n", what, err->key,
-		 err->msg[0] ? err->msg : store_strerror(err->code));
-}
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -282,47 +60,33 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 		conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	}
-	if (fs->cfg.delay_connect && !fs->loaded) {
+	if (fs->cfg.delay_connect && !fs->mirror.loaded) {
 		fs_connect_start(fs);	/* which goes live once loaded */
 		return;
 	}
-	if (!fs->loaded && fs_load(fs, &err))
+	if (!fs->mirror.loaded && fs_load(fs, &err))
 		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot list the keys: %s\n",
 			 err.msg);
 	fs_go_live(fs);
 }
 
-void fs_go_live(struct fs *fs)
-{
-	int64_t from;
-
-	if (fs->cfg.nowatch)
-		return;
-	if (fs->se && fs->cfg.mountpoint && echo_start(fs))
-		fuse_log(FUSE_LOG_WARNING, "etcdfs: no echo thread: remote "
-			 "changes will not show as inotify events\n");
-	pthread_mutex_lock(&fs->lock);
-	from = fs->tree.revision + 1;
-	pthread_mutex_unlock(&fs->lock);
-	fs_start_watch(fs, from);
-}
-
 static void fs_destroy(void *userdata)
 {
 	struct fs *fs = userdata;
-	struct store_watch *w, *old[sizeof(fs->old) / sizeof(fs->old[0])];
+	struct store_watch *w,
+		*old[sizeof(fs->mirror.old) / sizeof(fs->mirror.old[0])];
 	size_t i, nold;
 
 	/* delay_connect's thread may be starting the watch: it goes first */
 	fs_connect_stop(fs);
 	/* taken under the lock: a relist may be replacing the watch */
 	pthread_mutex_lock(&fs->lock);
-	fs->stopping = true;
-	w = fs->watch;
-	fs->watch = NULL;
-	nold = fs->nold;
-	memcpy(old, fs->old, nold * sizeof(old[0]));
-	fs->nold = 0;
+	fs->mirror.stopping = true;
+	w = fs->mirror.watch;
+	fs->mirror.watch = NULL;
+	nold = fs->mirror.nold;
+	memcpy(old, fs->mirror.old, nold * sizeof(old[0]));
+	fs->mirror.nold = 0;
 	pthread_mutex_unlock(&fs->lock);
 	/* a relist in w's thread sees stopping and returns: w's join ends */
 	if (w)
@@ -331,632 +95,6 @@ static void fs_destroy(void *userdata)
 		store_watch_stop(old[i]);
 	echo_stop(fs);
 	fs_space_free(fs);
-}
-
-static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct fs *fs = fs_of(req);
-	struct fuse_entry_param e;
-	struct echo_ev *echo;
-	struct node *dir, *n;
-	size_t len = strlen(name);
-	bool refreshed = false;
-	int err = 0;
-
-	if (len > NAME_MAX) {
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
-	if (names_component_kind(name, len) == NAMES_INVALID) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-again:
-	err = -dir_of(fs, parent, &dir);
-	if (err) {
-		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, err);
-		return;
-	}
-	n = tree_child(&fs->tree, dir, name, len);
-	echo = echo_of(fs, req);
-	/* the echo sees the names of its change as they were before it */
-	if (echo && (err = echo_lookup(fs, echo, dir, name, &n)) < 0) {
-		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, -err);
-		return;
-	}
-	if (!n && (fs->cfg.nowatch || quorum_reads_etcd(fs)) && !refreshed) {
-		/* without a watch (or a barrier) the tree may be old */
-		int ret = fs_lookup_key(fs, dir, name);
-
-		if (ret && ret != -ENOENT) {
-			pthread_mutex_unlock(&fs->lock);
-			fuse_reply_err(req, -ret);
-			return;
-		}
-		refreshed = true;
-		goto again;
-	}
-	if (!n) {
-		bool uncached = fs->cfg.nowatch || echo_names(fs, dir, name);
-
-		pthread_mutex_unlock(&fs->lock);
-		if (uncached) {
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		/* a negative entry, cached until the watch says otherwise */
-		memset(&e, 0, sizeof(e));
-		e.entry_timeout = fs->cfg.entry_timeout;
-		fuse_reply_entry(req, &e);
-		return;
-	}
-	fill_entry(fs, n, &e);
-	pthread_mutex_unlock(&fs->lock);
-	if (fuse_reply_entry(req, &e) == -ENOENT) {
-		pthread_mutex_lock(&fs->lock);
-		node_forget(&fs->tree, n, 1);
-		pthread_mutex_unlock(&fs->lock);
-	}
-}
-
-static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
-{
-	struct fs *fs = fs_of(req);
-
-	pthread_mutex_lock(&fs->lock);
-	if (ino != FUSE_ROOT_ID)
-		node_forget(&fs->tree, node_of(fs, ino), nlookup);
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_none(req);
-}
-
-static void fs_forget_multi(fuse_req_t req, size_t count,
-			    struct fuse_forget_data *forgets)
-{
-	struct fs *fs = fs_of(req);
-	size_t i;
-
-	pthread_mutex_lock(&fs->lock);
-	for (i = 0; i < count; i++) {
-		if (forgets[i].ino != FUSE_ROOT_ID)
-			node_forget(&fs->tree, node_of(fs, forgets[i].ino),
-				    forgets[i].nlookup);
-	}
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_none(req);
-}
-
-static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
-{
-	struct fs *fs = fs_of(req);
-	struct stat st;
-
-	pthread_mutex_lock(&fs->lock);
-	node_fill_attr(fs, node_of(fs, ino), &st);
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_attr(req, &st, fs->cfg.attr_timeout);
-}
-
-struct dirent_snap {
-	char *name;
-	uint64_t ino;
-	mode_t type;
-};
-
-/*
- * An open directory: its entries as they were at the first readdir, so
- * that offsets stay meaningful while keys come and go.  When the kernel
- * has the listing cached (cache_readdir) it sends no readdir, and no
- * snapshot is ever made.
- */
-struct dir_handle {
-	struct node *dir;
-	struct dirent_snap *ents;
-	size_t n;
-	bool snapped;
-	struct dir_handle *next;	/* in fs->open_dirs, under fs->lock */
-	struct dir_handle **prev;
-};
-
-/* Into fs->open_dirs; fs->lock held. */
-static void dir_handle_list(struct fs *fs, struct dir_handle *dh)
-{
-	dh->next = fs->open_dirs;
-	dh->prev = &fs->open_dirs;
-	if (fs->open_dirs)
-		fs->open_dirs->prev = &dh->next;
-	fs->open_dirs = dh;
-}
-
-/* Out of fs->open_dirs: fs->lock held, or the session over. */
-static void dir_handle_unlist(struct dir_handle *dh)
-{
-	*dh->prev = dh->next;
-	if (dh->next)
-		dh->next->prev = dh->prev;
-}
-
-static void free_dir_handle(struct dir_handle *dh)
-{
-	size_t i;
-
-	for (i = 0; i < dh->n; i++)
-		free(dh->ents[i].name);
-	free(dh->ents);
-	free(dh);
-}
-
-static int snap_add(struct dir_handle *dh, size_t *cap, const char *name,
-		    uint64_t ino, mode_t type)
-{
-	if (dh->n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct dirent_snap *v = realloc(dh->ents, nc * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		dh->ents = v;
-		*cap = nc;
-	}
-	dh->ents[dh->n].name = strdup(name);
-	if (!dh->ents[dh->n].name)
-		return -ENOMEM;
-	dh->ents[dh->n].ino = ino;
-	dh->ents[dh->n].type = type;
-	dh->n++;
-	return 0;
-}
-
-static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
-{
-	struct fs *fs = fs_of(req);
-	struct dir_handle *dh = calloc(1, sizeof(*dh));
-	struct node *dir;
-	int err = 0;
-
-	if (!dh) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-	err = -dir_of(fs, ino, &dir);
-	if (err)
-		goto out_unlock;
-	dir->refs++;
-	dh->dir = dir;
-	if (fs->cfg.nowatch || quorum_reads_etcd(fs)) {
-		pthread_mutex_unlock(&fs->lock);
-		err = -fs_refresh_dir(fs, dir);
-		pthread_mutex_lock(&fs->lock);
-		if (err)
-			goto out_unref;
-	}
-	dir_handle_list(fs, dh);
-	pthread_mutex_unlock(&fs->lock);
-	fi->fh = (uint64_t)(uintptr_t)dh;
-	/*
-	 * With the watch, the kernel may keep the listing: every name that
-	 * comes or goes invalidates the directory's inode (tree.c), and the
-	 * kernel drops the listing itself on the mount's own changes.  With
-	 * quorum the listing is made again at each open: an invalidation
-	 * may still be on its way when the barrier lets the open through.
-	 */
-	fi->cache_readdir = !fs->cfg.nowatch;
-	fi->keep_cache = !fs->cfg.nowatch && !fs->cfg.quorum;
-	fuse_reply_open(req, fi);
-	return;
-out_unref:
-	node_unref(&fs->tree, dir);
-out_unlock:
-	pthread_mutex_unlock(&fs->lock);
-	free_dir_handle(dh);
-	fuse_reply_err(req, err);
-}
-
-/* Takes the snapshot of dh's directory; fs->lock held. */
-static int snap_dir(struct dir_handle *dh)
-{
-	struct node *dir = dh->dir, *c;
-	size_t cap = 0;
-
-	if (snap_add(dh, &cap, ".", dir->ino, S_IFDIR) ||
-	    snap_add(dh, &cap, "..",
-		     dir->parent ? dir->parent->ino : dir->ino, S_IFDIR))
-		return -ENOMEM;
-	for (c = dir->child; c; c = c->next)
-		if (snap_add(dh, &cap, c->name, c->ino,
-			     c->type == NODE_DIR ? S_IFDIR : S_IFREG))
-			return -ENOMEM;
-	dh->snapped = true;
-	return 0;
-}
-
-static void do_readdir(fuse_req_t req, size_t size, off_t off,
-		       struct fuse_file_info *fi, bool plus)
-{
-	struct fs *fs = fs_of(req);
-	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
-	char *buf = malloc(size), *p = buf;
-	/*
-	 * The nodes this reply gives the kernel a lookup of (READDIRPLUS):
-	 * should the reply not reach it (the request was interrupted), the
-	 * lookups are taken back.  An entry takes more than 128 bytes.
-	 */
-	struct node **given = plus ? calloc(size / 128 + 1, sizeof(*given)) :
-			      NULL;
-	size_t left = size, i, ngiven = 0;
-
-	if (!buf || (plus && !given)) {
-		free(buf);
-		free(given);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-	if (!dh->snapped && snap_dir(dh)) {
-		pthread_mutex_unlock(&fs->lock);
-		free(buf);
-		free(given);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	for (i = (size_t)off; i < dh->n; i++) {
-		struct dirent_snap *d = &dh->ents[i];
-		size_t used;
-
-		if (plus) {
-			struct fuse_entry_param e = { 0 };
-			struct node *c = NULL;
-
-			if (i >= 2) {
-				c = tree_child(&fs->tree, dh->dir, d->name,
-					       strlen(d->name));
-				if (!c)
-					continue;
-				fill_entry(fs, c, &e);
-			} else {
-				e.attr.st_ino = d->ino;
-				e.attr.st_mode = d->type;
-			}
-			used = fuse_add_direntry_plus(req, p, left, d->name,
-						      &e, (off_t)(i + 1));
-			if (used > left || (c && ngiven > size / 128)) {
-				if (c)
-					node_forget(&fs->tree, c, 1);
-				break;
-			}
-			if (c)
-				given[ngiven++] = c;
-		} else {
-			struct stat st = { 0 };
-
-			st.st_ino = d->ino;
-			st.st_mode = d->type;
-			used = fuse_add_direntry(req, p, left, d->name, &st,
-						 (off_t)(i + 1));
-			if (used > left)
-				break;
-		}
-		p += used;
-		left -= used;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	if (fuse_reply_buf(req, buf, size - left) != 0 && ngiven) {
-		pthread_mutex_lock(&fs->lock);
-		for (i = 0; i < ngiven; i++)
-			node_forget(&fs->tree, given[i], 1);
-		pthread_mutex_unlock(&fs->lock);
-	}
-	free(given);
-	free(buf);
-}
-
-static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
-{
-	do_readdir(req, size, off, fi, false);
-}
-
-static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
-			   off_t off, struct fuse_file_info *fi)
-{
-	do_readdir(req, size, off, fi, true);
-}
-
-static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi)
-{
-	struct fs *fs = fs_of(req);
-	struct dir_handle *dh = (struct dir_handle *)(uintptr_t)fi->fh;
-
-	pthread_mutex_lock(&fs->lock);
-	echo_dir_walked(fs, req, dh->dir);
-	node_unref(&fs->tree, dh->dir);
-	dir_handle_unlist(dh);
-	pthread_mutex_unlock(&fs->lock);
-	free_dir_handle(dh);
-	fuse_reply_err(req, 0);
-}
-
-/*
- * The directories whose RELEASEDIR never came (a signal ended the
- * session with the kernel's RELEASEDIR still queued): the session is
- * over, and the tree goes next.
- */
-static void dir_handles_free(struct fs *fs)
-{
-	struct dir_handle *dh;
-
-	while ((dh = fs->open_dirs)) {
-		dir_handle_unlist(dh);
-		free_dir_handle(dh);
-	}
-}
-
-static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-			struct fuse_file_info *fi)
-{
-	/* every change is committed to etcd before its call returns */
-	fuse_reply_err(req, 0);
-}
-
-/* The path of @n from the root; malloc()ed. fs->lock held. */
-static char *node_path(struct fs *fs, struct node *n, size_t *len)
-{
-	size_t total = 0, off;
-	struct node *p;
-	char *path;
-
-	for (p = n; p && p != fs->tree.root; p = p->parent)
-		total += p->name_len + 1;
-	path = malloc(total + 1);
-	if (!path)
-		return NULL;
-	off = total ? total - 1 : 0;
-	path[off] = '\0';
-	for (p = n; p && p != fs->tree.root; p = p->parent) {
-		off -= p->name_len;
-		memcpy(path + off, p->name, p->name_len);
-		if (off) {
-			off--;
-			path[off] = '/';
-		}
-	}
-	*len = total ? total - 1 : 0;
-	return path;
-}
-
-/*
- * The key that (dir, name) stands for, checked to be the one canonical
- * name of that key: a directory gets its prefix (with the '/'), a file its
- * key.  -EINVAL for a name no key has.  fs->lock held.
- */
-int fs_name_key(struct fs *fs, struct node *dir, const char *name,
-		enum node_type type, char **key, size_t *key_len)
-{
-	size_t dlen, plen = 0, len = strlen(name);
-	enum names_kind kind = names_component_kind(name, len);
-	char *dpath, *path, *k;
-	int ret;
-
-	if (len > NAME_MAX)
-		return -ENAMETOOLONG;
-	if (kind == NAMES_INVALID || kind == NAMES_PART ||
-	    (kind == NAMES_VALUE_OF &&
-	     (type == NODE_DIR || dir == fs->tree.root)))
-		return -EINVAL;
-	/* v2 has directory nodes: a key cannot be a directory's prefix too */
-	if (kind == NAMES_VALUE_OF &&
-	    strcmp(store_backend_name(fs->store), "etcd2") == 0)
-		return -EINVAL;
-	dpath = node_path(fs, dir, &dlen);
-	if (!dpath)
-		return -ENOMEM;
-	path = malloc(dlen + len + 2);
-	if (!path) {
-		free(dpath);
-		return -ENOMEM;
-	}
-	memcpy(path, dpath, dlen);
-	if (dlen)
-		path[dlen++] = '/';
-	memcpy(path + dlen, name, len);
-	plen = dlen + len;
-	path[plen] = '\0';
-	free(dpath);
-	if (type == NODE_DIR)
-		ret = names_dir_prefix(path, plen, &k, key_len);
-	else
-		ret = names_path_to_key(path, plen, &k, key_len);
-	if (ret == 0 && kind == NAMES_PLAIN) {
-		/* the last component must be what the key encodes to */
-		size_t klen = type == NODE_DIR ? *key_len - 1 : *key_len;
-		size_t elen;
-		char *enc = names_key_to_path(k, klen, &elen);
-
-		if (!enc)
-			ret = -ENOMEM;
-		else if (elen != plen || memcmp(enc, path, plen) != 0)
-			ret = -EINVAL;
-		free(enc);
-		if (ret)
-			free(k);
-	}
-	free(path);
-	if (ret == 0)
-		*key = k;
-	return ret;
-}
-
-/*
- * A backend with directories (etcd v2) makes or removes @n's in etcd too;
- * the others (v3) have none, and the directory lives in the mount.
- * fs->lock held, and dropped for the request.  0, or -errno (logged);
- * a directory already there, or already gone, is no failure, but one that
- * still holds keys cannot be removed (ENOTEMPTY).
- */
-static int dir_op(struct fs *fs, struct node *n, bool make)
-{
-	struct store_error serr = { 0 };
-	size_t len = n->key_len ? n->key_len - 1 : 0;
-	char *key = malloc(len + 1);
-	int ret;
-
-	if (!key)
-		return -ENOMEM;
-	memcpy(key, n->key, len);
-	n->refs++;
-	pthread_mutex_unlock(&fs->lock);
-	ret = make ? store_mkdir(fs->store, key, len, NULL, &serr) :
-		     store_rmdir(fs->store, key, len, NULL, &serr);
-	pthread_mutex_lock(&fs->lock);
-	n->refs--;
-	free(key);
-	if (!make && ret == STORE_EEXISTS)
-		return -ENOTEMPTY;	/* keys below it that we do not know */
-	if (ret == STORE_ENOTSUP || ret == STORE_EEXISTS ||
-	    ret == STORE_ENOTFOUND)
-		return 0;
-	if (ret)
-		fs_log_store_error(make ? "cannot make directory" :
-				"cannot remove directory", &serr);
-	return ret ? fs_errno(ret) : 0;
-}
-
-static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode)
-{
-	struct fs *fs = fs_of(req);
-	struct node *dir, *n;
-	struct echo_ev *echo;
-	char *key;
-	size_t key_len;
-	int err = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	echo = echo_of(fs, req);
-	if (fs->cfg.ro && !echo) {
-		err = EROFS;
-		goto out;
-	}
-	err = -dir_of(fs, parent, &dir);
-	if (err)
-		goto out;
-	if (echo) {
-		/* another client's key made it: the mirror has it already */
-		n = echo_make(fs, echo, dir, name, NODE_DIR);
-		if (!n) {
-			err = EEXIST;
-			goto out;
-		}
-		n->refs++;	/* until the entry's lookup holds it */
-		pthread_mutex_unlock(&fs->lock);
-		fs_reply_entry_unref(fs, req, n);
-		return;
-	}
-	if (tree_child(&fs->tree, dir, name, strlen(name))) {
-		err = EEXIST;
-		goto out;
-	}
-	err = -fs_name_key(fs, dir, name, NODE_DIR, &key, &key_len);
-	if (err)
-		goto out;
-	n = tree_new_node(&fs->tree, dir, name, strlen(name), NODE_DIR);
-	if (!n) {
-		free(key);
-		err = ENOMEM;
-		goto out;
-	}
-	n->key = key;
-	n->key_len = key_len;
-	n->local = true;
-	err = -dir_op(fs, n, true);
-	if (err) {
-		if (!n->removed)
-			node_drop(&fs->tree, n);
-		pthread_mutex_unlock(&fs->lock);
-		fuse_reply_err(req, err);
-		return;
-	}
-	n->refs++;	/* until the entry's lookup holds it */
-	pthread_mutex_unlock(&fs->lock);
-	fs_reply_entry_unref(fs, req, n);
-	return;
-out:
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, err);
-}
-
-static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	struct fs *fs = fs_of(req);
-	struct inval_list inv = { 0 };
-	struct node *dir, *n;
-	struct echo_ev *echo;
-	int err = 0;
-
-	if (fs_name_too_long(name)) {
-		fuse_reply_err(req, ENAMETOOLONG);
-		return;
-	}
-	pthread_mutex_lock(&fs->lock);
-	echo = echo_of(fs, req);
-	if (fs->cfg.ro && !echo) {
-		err = EROFS;
-		goto out;
-	}
-	err = -dir_of(fs, parent, &dir);
-	if (err)
-		goto out;
-	if (echo) {
-		/* pruned with another client's key: gone from the mirror */
-		if (!echo_remove(fs, echo, dir, name, NODE_DIR))
-			err = ENOTEMPTY;
-		goto out;
-	}
-	n = tree_child(&fs->tree, dir, name, strlen(name));
-	if (!n)
-		err = ENOENT;
-	else if (n->type != NODE_DIR)
-		err = ENOTDIR;
-	else if (n->nchildren)
-		err = ENOTEMPTY;
-	if (err)
-		goto out;
-	/* only a mkdir'd directory can be empty: the others are pruned */
-	err = -dir_op(fs, n, false);
-	if (err)
-		goto out;
-	if (!n->removed)
-		node_drop(&fs->tree, n);
-	tree_keep(&fs->tree, dir);
-out:
-	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, err);
-	fs_send_invals(fs, &inv);
-}
-
-static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		    const char *newname)
-{
-	if (fs_name_too_long(newname))
-		fuse_reply_err(req, ENAMETOOLONG);
-	else
-		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
-}
-
-static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		       const char *name)
-{
-	if (fs_name_too_long(name))
-		fuse_reply_err(req, ENAMETOOLONG);
-	else
-		fuse_reply_err(req, fs_of(req)->cfg.ro ? EROFS : EPERM);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -1013,17 +151,17 @@ struct fs *fs_new(const struct fs_config *cfg)
 		free(fs);
 		return NULL;
 	}
-	pthread_rwlock_init(&fs->notify_lock, NULL);
+	kernel_init(&fs->kernel);
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_mutex_init(&fs->echo_lock, NULL);
+	pthread_mutex_init(&fs->echo.lock, NULL);
 	pthread_mutex_init(&fs->replay_lock, NULL);
-	pthread_cond_init(&fs->echo_cond, NULL);
-	pthread_cond_init(&fs->inflight_cond, NULL);
+	pthread_cond_init(&fs->echo.cond, NULL);
+	pthread_cond_init(&fs->mirror.inflight_cond, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->echo_follow.cond, &ca);
+	pthread_cond_init(&fs->echo.follow.cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (tree_init(&fs->tree, cfg->value_budget, fs_now, tree_node_id)) {
+	if (tree_init(&fs->tree, cfg->value_budget, fs_now, kernel_node_id)) {
 		temp_names_free(fs->temp);
 		free(fs);
 		return NULL;
@@ -1041,11 +179,6 @@ struct fs *fs_new(const struct fs_config *cfg)
 	return fs;
 }
 
-void fs_set_session(struct fs *fs, struct fuse_session *se)
-{
-	fs->se = se;
-}
-
 void fs_free(struct fs *fs)
 {
 	if (!fs)
@@ -1058,16 +191,17 @@ void fs_free(struct fs *fs)
 	pins_free(fs);
 	own_changes_free(fs);
 	history_free(fs);
+	seen_free(fs);
 	temp_names_free(fs->temp);
-	inval_release(&fs->pending_invals);
+	inval_release(&fs->mirror.pending_invals);
 	fs_gate_free(fs);
 	quorum_free(fs);
-	pthread_cond_destroy(&fs->echo_cond);
-	pthread_cond_destroy(&fs->inflight_cond);
-	pthread_cond_destroy(&fs->echo_follow.cond);
+	pthread_cond_destroy(&fs->echo.cond);
+	pthread_cond_destroy(&fs->mirror.inflight_cond);
+	pthread_cond_destroy(&fs->echo.follow.cond);
 	pthread_mutex_destroy(&fs->replay_lock);
-	pthread_mutex_destroy(&fs->echo_lock);
+	pthread_mutex_destroy(&fs->echo.lock);
 	pthread_mutex_destroy(&fs->lock);
-	pthread_rwlock_destroy(&fs->notify_lock);
+	kernel_release(&fs->kernel);
 	free(fs);
 }

@@ -13,8 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define FUSE_USE_VERSION 35
-#include <fuse_lowlevel.h>
+#include <fuse_lowlevel.h>	/* FUSE_USE_VERSION: meson.build */
 
 struct store;
 
@@ -94,12 +93,5 @@ const struct fuse_lowlevel_ops *fs_ops(void);
  */
 #define FS_ECHO_ARG "--echo-process"
 int fs_echo_main(int argc, char **argv);
-
-/*
- * Maps an enum store_err to the errno the filesystem answers, negated as
- * every function of fs/ returns it (0 for STORE_OK); the FUSE handlers
- * reply with its opposite.
- */
-int fs_errno(int store_err);
 
 #endif /* ETCDFS_FS_H */

@@ -1,6 +1,7 @@
 /*
- * gate.h - what fs/gate.c and fs/connect.c share: the state in front of
- * the FUSE operations (see gate.c)
+ * gate.h - what fs/gate.c and fs/connect.c share, and offer: the state in
+ * front of the FUSE operations (see gate.c), the table around them, and
+ * delay_connect's thread
  *
  * What it cannot do: be used outside fs/.
  */
@@ -11,6 +12,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "fs.h"
+
+struct fs;
 
 /* The operations counted, in the order user.etcd.stats lists them. */
 #define GATE_OPS(X)							\
@@ -36,10 +41,6 @@ struct fs_gate {
 	atomic_bool open;
 	bool trace;			/* -d: every operation logged */
 	atomic_uint_fast64_t ops[GATE_NOPS];	/* requests by operation */
-	/* the watch (live.c, through stats.c) */
-	atomic_uint_fast64_t watch_events;	/* puts and deletes delivered */
-	atomic_int_fast64_t watch_rev;	/* the newest revision delivered */
-	atomic_uint_fast64_t relists;
 	atomic_uint_fast64_t stored;	/* values pushed to the page cache */
 
 	/* connect.c's thread, which waits for etcd (delay_connect) */
@@ -50,4 +51,17 @@ struct fs_gate {
 	pthread_t thread;
 };
 
-#endif
+/* gate.c: the table libfuse calls, around @ops */
+const struct fuse_lowlevel_ops *fs_gate_ops(const struct fuse_lowlevel_ops *ops);
+int fs_gate_new(struct fs *fs);
+void fs_gate_free(struct fs *fs);
+const char *fs_gate_op_name(unsigned op);
+uint64_t fs_gate_op_count(struct fs *fs, unsigned op);
+
+/* connect.c: delay_connect's thread, which loads the keys when it can */
+int fs_connect_start(struct fs *fs);
+void fs_connect_stop(struct fs *fs);
+/* Once the keys are loaded: the echo and the watch (init, or the above). */
+void fs_go_live(struct fs *fs);
+
+#endif /* ETCDFS_GATE_H */

@@ -10,14 +10,13 @@
  * its mod_revision, its version, and when this mount saw that change come
  * (its watch event, for the mount's own writes too), in UTC, or "-" where
  * the mount does not know (before it was mounted, under -o nowatch, or
- * more than HISTORY_SEEN changes ago).  The revisions come from etcd
+ * more than SEEN_RING changes ago).  The revisions come from etcd
  * (store_key_history: one keys-only read per revision); a revision etcd
  * compacted away is not listed, and at most the HISTORY_MAX newest are.
  * So `etcdfs -o revision=R` of a line's R shows the key as it was.
  *
- * The times are a ring of the last HISTORY_SEEN changes the watch
- * delivered (a hash of the key, the revision, the time), filled by
- * history_note from the watch's callback, fs->lock held.
+ * The times are the mirror's ring of the last SEEN_RING changes the
+ * watch delivered (seen.c), read with fs->lock held.
  *
  * getfattr asks the size first (a size of 0), then reads with a buffer of
  * that size: a put in between would make the second text longer, and a
@@ -38,18 +37,11 @@
 #include <time.h>
 
 #include "fs_i.h"
+#include "ops.h"
+#include "seen.h"
 
 /* Revisions listed at most: their lines stay under XATTR_SIZE_MAX. */
 #define HISTORY_MAX	1000
-/* Changes whose time the mount remembers. */
-#define HISTORY_SEEN	16384
-
-struct history_seen {
-	uint64_t hash;
-	int64_t rev;
-	struct timespec at;
-};
-
 /* Size probes' texts kept for the read that follows; how long at most. */
 #define PROBE_SLOTS	8
 #define PROBE_SECS	2
@@ -63,58 +55,20 @@ struct history_probe {
 };
 
 struct history {
-	struct history_seen ring[HISTORY_SEEN];
-	size_t next;
-	size_t n;
 	struct history_probe probe[PROBE_SLOTS];
 };
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 bool fs_history_xattr(const char *name)
 {
 	return strcmp(name, "user.etcd.history") == 0;
 }
 
-/* FNV-1a: the ring keeps no keys, only this. */
-static uint64_t key_hash(const char *key, size_t len)
-{
-	uint64_t h = 14695981039346656037ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)key[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-/* fs->history, made at its first use: a mount nobody changes pays nothing. */
+/* fs->history, made at its first use: a mount nobody asks pays nothing. */
 static struct history *history_of(struct fs *fs)
 {
 	if (!fs->history)
 		fs->history = calloc(1, sizeof(*fs->history));
 	return fs->history;
-}
-
-void history_note(struct fs *fs, const char *key, size_t key_len,
-		  int64_t rev)
-{
-	struct history *h = history_of(fs);
-	struct history_seen *e;
-
-	if (!h)
-		return;
-	e = &h->ring[h->next];
-	e->hash = key_hash(key, key_len);
-	e->rev = rev;
-	fs_now(&e->at);
-	h->next = (h->next + 1) % HISTORY_SEEN;
-	if (h->n < HISTORY_SEEN)
-		h->n++;
 }
 
 void history_free(struct fs *fs)
@@ -127,31 +81,7 @@ void history_free(struct fs *fs)
 	fs->history = NULL;
 }
 
-/*
- * What the ring knows of the key of @hash: *@out (free() it), *@n
- * entries, so that each line looks through these alone.
- */
-static int seen_of(const struct history *h, uint64_t hash,
-		   struct history_seen **out, size_t *n)
-{
-	size_t i, k = 0;
-
-	*out = NULL;
-	*n = 0;
-	for (i = 0; h && i < h->n; i++)
-		k += h->ring[i].hash == hash;
-	if (!k)
-		return 0;
-	*out = malloc(k * sizeof(**out));
-	if (!*out)
-		return -ENOMEM;
-	for (i = 0; i < h->n; i++)
-		if (h->ring[i].hash == hash)
-			(*out)[(*n)++] = h->ring[i];
-	return 0;
-}
-
-static bool seen_at(const struct history_seen *seen, size_t n, int64_t rev,
+static bool seen_at(const struct seen_change *seen, size_t n, int64_t rev,
 		    struct timespec *at)
 {
 	size_t i;
@@ -171,13 +101,13 @@ static int format(struct fs *fs, const char *key, size_t key_len,
 		  size_t *len)
 {
 	size_t cap = n * 80 + 1, o = 0, i, nseen;
-	struct history_seen *seen;
+	struct seen_change *seen;
 	struct timespec at;
 	struct tm tm;
 	char when[40];
 	char *buf;
 
-	if (seen_of(fs->history, key_hash(key, key_len), &seen, &nseen) < 0)
+	if (seen_of_key(fs, key, key_len, &seen, &nseen) < 0)
 		return -ENOMEM;
 	buf = malloc(cap);
 	if (!buf) {

@@ -1,18 +1,20 @@
 /*
  * live.c - the mirror kept live: the listing at mount, the watch that
- * follows it, the listing again after a compaction, and the keys the
- * mount is writing right now
+ * follows it, the listing again after a compaction, and the reads of
+ * what the mirror lacks (the keys the mount is writing right now are
+ * inflight.c's)
  *
  * At mount the whole prefix is listed once (fs_load), a page at a time;
  * then a watch from the listing's revision keeps the tree current: each
  * change it brings goes into the tree at once, which records what the
- * kernel must forget, and to the echo thread (echo.c) for its inotify
- * events.  A change of a key the mount is writing waits, in the watch's
- * thread, for that write's reply (own_write_wait), and the changes
- * behind it with it.  fs_mirror_applied is where the mirror's revision
- * moves.  With nowatch there is no watch: fs_refresh_dir lists a
- * directory again when it is opened, and fs_lookup_key reads a name the
- * mirror does not hold.
+ * kernel must forget, and to the mirror's observer, the echo thread
+ * (echo.c), for its inotify events.  A change of a key the mount is
+ * writing waits, in the watch's thread, for that write's reply
+ * (inflight.c's own_write_wait), and the changes behind it with it.
+ * fs_mirror_applied is where the mirror's revision moves.  With nowatch
+ * there is no watch: fs_refresh_dir lists a directory again when it is
+ * opened, and fs_lookup_key reads a name the mirror does not hold.
+ * fs_name_key makes the key of a name in the mirror (fs/names.h).
  *
  * What it cannot do: follow a change made while the watch was cut off
  * for longer than etcd keeps its history, but by listing everything
@@ -25,172 +27,171 @@
 #include <unistd.h>
 
 #include "fs_i.h"
-#include "quorum.h"
+#include "names.h"
+#include "seen.h"
 
-#define ECHO_QUEUE_MAX 100000
-
-void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
-		    size_t key_len)
+/* The path of @n from the root; malloc()ed. fs->lock held. */
+static char *node_path(struct fs *fs, struct node *n, size_t *len)
 {
-	in->key = key;
-	in->key_len = key_len;
-	in->seq = fs->inflight_seq++;
-	in->next = fs->inflight;
-	fs->inflight = in;
-}
+	size_t total = 0, off;
+	struct node *p;
+	char *path;
 
-void inflight_end(struct fs *fs, struct inflight *in)
-{
-	struct inflight **p;
-
-	for (p = &fs->inflight; *p; p = &(*p)->next) {
-		if (*p == in) {
-			*p = in->next;
-			break;
+	for (p = n; p && p != fs->tree.root; p = p->parent)
+		total += p->name_len + 1;
+	path = malloc(total + 1);
+	if (!path)
+		return NULL;
+	off = total ? total - 1 : 0;
+	path[off] = '\0';
+	for (p = n; p && p != fs->tree.root; p = p->parent) {
+		off -= p->name_len;
+		memcpy(path + off, p->name, p->name_len);
+		if (off) {
+			off--;
+			path[off] = '/';
 		}
 	}
-	pthread_cond_broadcast(&fs->inflight_cond);
-}
-
-bool inflight_has(struct fs *fs, const char *key, size_t key_len)
-{
-	struct inflight *in;
-
-	for (in = fs->inflight; in; in = in->next) {
-		if (in->key_len == key_len &&
-		    memcmp(in->key, key, key_len) == 0)
-			return true;
-	}
-	return false;
-}
-
-#define OWN_CHANGES_MAX 1024
-
-struct own_change {
-	char *key;		/* owned */
-	size_t key_len;
-	int64_t rev;
-};
-
-/* Forgets the own changes that no event will come for: up to @rev. */
-static void own_changes_drop(struct fs *fs, int64_t rev)
-{
-	size_t i = 0;
-
-	while (i < fs->nown) {
-		if (fs->own[i].rev > rev) {
-			i++;
-			continue;
-		}
-		free(fs->own[i].key);
-		fs->own[i] = fs->own[--fs->nown];
-	}
-}
-
-void own_change_add(struct fs *fs, const char *key, size_t key_len,
-		    int64_t rev)
-{
-	struct own_change *c;
-	size_t i, oldest = 0;
-
-	if (rev <= 0 || fs->cfg.nowatch)
-		return;
-	if (!fs->own) {
-		fs->own = calloc(OWN_CHANGES_MAX, sizeof(*fs->own));
-		if (!fs->own)
-			return;
-	}
-	if (fs->nown == OWN_CHANGES_MAX) {
-		/* an event that never came (the watch cut off meanwhile) */
-		for (i = 1; i < fs->nown; i++)
-			if (fs->own[i].rev < fs->own[oldest].rev)
-				oldest = i;
-		free(fs->own[oldest].key);
-		fs->own[oldest] = fs->own[--fs->nown];
-	}
-	c = &fs->own[fs->nown];
-	c->key = malloc(key_len + 1);
-	if (!c->key)
-		return;
-	memcpy(c->key, key, key_len);
-	c->key[key_len] = '\0';
-	c->key_len = key_len;
-	c->rev = rev;
-	fs->nown++;
-}
-
-bool own_change_take(struct fs *fs, const char *key, size_t key_len,
-		     int64_t rev)
-{
-	size_t i;
-
-	for (i = 0; i < fs->nown; i++) {
-		struct own_change *c = &fs->own[i];
-
-		if (c->rev == rev && c->key_len == key_len &&
-		    memcmp(c->key, key, key_len) == 0) {
-			free(c->key);
-			*c = fs->own[--fs->nown];
-			return true;
-		}
-	}
-	return false;
+	*len = total ? total - 1 : 0;
+	return path;
 }
 
 /*
- * True if the mount changed @key itself after @rev (a change whose event
- * is still to come): a listing at @rev that has the key older than that,
- * or has it where the mount since deleted it, is behind the mirror there.
+ * The key that (dir, name) stands for, checked to be the one canonical
+ * name of that key: a directory gets its prefix (with the '/'), a file its
+ * key.  -EINVAL for a name no key has.  fs->lock held.
  */
-static bool own_change_after(struct fs *fs, const char *key, size_t key_len,
-			     int64_t rev)
+int fs_name_key(struct fs *fs, struct node *dir, const char *name,
+		enum node_type type, char **key, size_t *key_len)
 {
-	size_t i;
+	size_t dlen, plen = 0, len = strlen(name);
+	enum names_kind kind = names_component_kind(name, len);
+	char *dpath, *path, *k;
+	int ret;
 
-	for (i = 0; i < fs->nown; i++) {
-		struct own_change *c = &fs->own[i];
-
-		if (c->rev > rev && c->key_len == key_len &&
-		    memcmp(c->key, key, key_len) == 0)
-			return true;
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	if (kind == NAMES_INVALID || kind == NAMES_PART ||
+	    (kind == NAMES_VALUE_OF &&
+	     (type == NODE_DIR || dir == fs->tree.root)))
+		return -EINVAL;
+	/* v2 has directory nodes: a key cannot be a directory's prefix too */
+	if (kind == NAMES_VALUE_OF &&
+	    strcmp(store_backend_name(fs->store), "etcd2") == 0)
+		return -EINVAL;
+	dpath = node_path(fs, dir, &dlen);
+	if (!dpath)
+		return -ENOMEM;
+	path = malloc(dlen + len + 2);
+	if (!path) {
+		free(dpath);
+		return -ENOMEM;
 	}
-	return false;
+	memcpy(path, dpath, dlen);
+	if (dlen)
+		path[dlen++] = '/';
+	memcpy(path + dlen, name, len);
+	plen = dlen + len;
+	path[plen] = '\0';
+	free(dpath);
+	if (type == NODE_DIR)
+		ret = names_dir_prefix(path, plen, &k, key_len);
+	else
+		ret = names_path_to_key(path, plen, &k, key_len);
+	if (ret == 0 && kind == NAMES_PLAIN) {
+		/* the last component must be what the key encodes to */
+		size_t klen = type == NODE_DIR ? *key_len - 1 : *key_len;
+		size_t elen;
+		char *enc = names_key_to_path(k, klen, &elen);
+
+		if (!enc)
+			ret = -ENOMEM;
+		else if (elen != plen || memcmp(enc, path, plen) != 0)
+			ret = -EINVAL;
+		free(enc);
+		if (ret)
+			free(k);
+	}
+	free(path);
+	if (ret == 0)
+		*key = k;
+	return ret;
 }
 
-void own_changes_free(struct fs *fs)
+/*
+ * Reads @n's key again: for -o nowatch, for -o quorum, or because the value
+ * budget evicted its value.  With quorum and the watch, a linearizable read
+ * of the key's revision alone comes first: when the mirror has that
+ * revision, its value is served and the value is not sent again.  fs->lock
+ * held; dropped for the requests and taken again.  Returns 0 or a negative
+ * errno.
+ */
+int fs_refresh_file(struct fs *fs, struct node *n)
 {
-	own_changes_drop(fs, INT64_MAX);
-	free(fs->own);
-	fs->own = NULL;
-}
+	bool probe = fs->cfg.quorum && !fs->cfg.nowatch && n->value;
+	struct store_error err_info = { 0 };
+	struct inval_list inv = { 0 };
+	struct store_kv kv = { 0 };
+	size_t key_len = n->key_len;
+	char *key = malloc(key_len + 1);
+	int ret, err;
 
-/* How long a change of a key waits for the one before it, at most. */
-#define INFLIGHT_WAIT_MAX 60
-
-bool inflight_wait(struct fs *fs, struct node *n)
-{
-	struct timespec until;
-	bool waited = false;
-
-	if (!n->key || !inflight_has(fs, n->key, n->key_len))
-		return false;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += INFLIGHT_WAIT_MAX;
-	/* the kernel may hold no reference to n: ours keeps it meanwhile */
+	if (!key)
+		return -ENOMEM;
+	memcpy(key, n->key, key_len);
 	n->refs++;
-	/* n->key is looked at again each time: a rename may change it */
-	while (n->key && inflight_has(fs, n->key, n->key_len)) {
-		waited = true;
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-					   &until) == ETIMEDOUT) {
-			fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s': a change "
-				 "still in flight after %d s, going on\n",
-				 n->name, INFLIGHT_WAIT_MAX);
-			break;
+again:
+	pthread_mutex_unlock(&fs->lock);
+	ret = store_get(fs->store, key, key_len,
+			(fs->cfg.quorum ? STORE_READ_QUORUM : 0) |
+				(probe ? STORE_READ_KEYS_ONLY : 0),
+			&kv, &err_info);
+	pthread_mutex_lock(&fs->lock);
+	if (ret == 0 && probe) {
+		probe = false;
+		if (kv.mod_revision == n->mod_revision && n->value &&
+		    !n->removed) {
+			err = 0;
+			goto out;
 		}
+		store_kv_release(&kv);
+		goto again;
 	}
+	if (ret == 0) {
+		/* the revision the mirror has: only its value was missing */
+		if (kv.mod_revision == n->mod_revision && !n->value &&
+		    !n->removed)
+			err = node_set_value(&fs->tree, n, kv.value,
+					     kv.value_len);
+		else
+			err = tree_put(&fs->tree, &kv, &inv);
+	} else if (ret == STORE_ENOTFOUND) {
+		err = tree_delete(&fs->tree, key, key_len, 0, &inv);
+	} else {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: cannot read '%s': %s\n",
+			 err_info.key, err_info.msg);
+		err = fs_errno(ret);
+	}
+out:
 	node_unref(&fs->tree, n);
-	return waited;
+	free(key);
+	store_kv_release(&kv);
+	inval_release(&inv);
+	return err;
+}
+
+int fs_load_value(struct fs *fs, struct node *n)
+{
+	int err;
+
+	if (n->value || n->local || n->pending || n->type != NODE_FILE)
+		return 0;
+	if (n->removed)
+		return -ENOENT;
+	err = fs_refresh_file(fs, n);
+	if (!err && !n->value)
+		err = n->removed ? -ENOENT : -EIO;
+	return err;
 }
 
 /*
@@ -345,7 +346,7 @@ int fs_load(struct fs *fs, struct store_error *err)
 	}
 	if (ret)
 		return ret;
-	fs->loaded = true;
+	fs->mirror.loaded = true;
 	return 0;
 }
 
@@ -362,15 +363,15 @@ int fs_start_watch(struct fs *fs, int64_t from)
 	if (ret)
 		fs_log_store_error("cannot watch", &err);
 	pthread_mutex_lock(&fs->lock);
-	if (fs->stopping) {
+	if (fs->mirror.stopping) {
 		/* the filesystem stopped meanwhile: no watch outlives it */
 		pthread_mutex_unlock(&fs->lock);
 		if (w)
 			store_watch_stop(w);
 		return ret ? ret : STORE_EINVAL;
 	}
-	fs->watch = w;
-	fs->watch_ok = ret == 0;
+	fs->mirror.watch = w;
+	fs->mirror.watch_ok = ret == 0;
 	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
@@ -379,20 +380,26 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
 {
 	if (rev > fs->tree.revision)
 		fs->tree.revision = rev;
+	if (rev <= fs->mirror.applied_rev)
+		return;
+	fs->mirror.applied_rev = rev;
 	/* -o quorum's barrier waits for this */
-	quorum_seen(fs, rev);
+	if (fs->mirror.applied_wake)
+		pthread_cond_broadcast(fs->mirror.applied_wake);
 }
 
 /*
  * Applies a change from elsewhere to the mirror at once, and hands it to
- * the echo thread for its inotify events (echo.c's echo_change); without
- * an echo (or with its queue long), it is applied without one.  The
+ * the mirror's observer, the echo thread, for its inotify events
+ * (fs->mirror.observer, which echo.c registers: this file never calls it by
+ * name); without one (or when it refuses, its queue long), it is applied
+ * without one.  The
  * caller moves the mirror's revision (fs_mirror_applied) once every
  * change up to it is in.  fs->lock held.
  */
 void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 {
-	struct inval_list *inv = &fs->pending_invals;
+	struct inval_list *inv = &fs->mirror.pending_invals;
 	struct node *n;
 
 	/*
@@ -407,85 +414,14 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 		    kv->mod_revision > n->mod_revision)
 			tree_replace(&fs->tree, n, inv);
 	}
-	if (fs->echo_running && fs->echo_len < ECHO_QUEUE_MAX &&
-	    echo_change(fs, del, kv, rev, inv) == 0)
+	/* the echo, if it runs, takes it (and puts it in the tree) */
+	if (fs->mirror.observer &&
+	    fs->mirror.observer(fs, del, kv, rev, inv) == 0)
 		return;
 	if (del)
 		tree_delete(&fs->tree, kv->key, kv->key_len, rev, inv);
 	else
 		tree_put(&fs->tree, kv, inv);
-}
-
-/*
- * How long a change waits for the mount's own write of its key, at most:
- * as long as a change of a key waits for the one before it (inflight_wait),
- * since a write whose answer was lost is settled by more requests, each
- * bounded by the request timeout.  Past it, the change is applied as
- * another client's (and maybe echoed although it is the mount's own).
- */
-#define OWN_WRITE_WAIT_MAX INFLIGHT_WAIT_MAX
-
-/*
- * Waits until no write of @key by this mount is in flight: its watch event
- * may come before its reply, and must then be known as the mount's own
- * (own_change_take) rather than applied and echoed as another client's.
- * In the watch's thread, so that the changes behind it wait too and the
- * mirror applies them in order.  The write's request never waits for the
- * watch, so this ends when it does (bounded all the same).  fs->lock held,
- * dropped meanwhile.
- */
-static void own_write_wait(struct fs *fs, const char *key, size_t key_len)
-{
-	struct timespec until;
-
-	if (!inflight_has(fs, key, key_len))
-		return;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += OWN_WRITE_WAIT_MAX;
-	while (inflight_has(fs, key, key_len)) {
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-					   &until) == ETIMEDOUT) {
-			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: a write of "
-				 "'%.*s' still in flight after %d s, going "
-				 "on\n", (int)(key_len < 200 ? key_len : 200),
-				 key, OWN_WRITE_WAIT_MAX);
-			break;
-		}
-	}
-}
-
-uint64_t inflight_seq_now(struct fs *fs)
-{
-	return fs->inflight_seq;
-}
-
-static bool inflight_begun_before(struct fs *fs, uint64_t seq)
-{
-	struct inflight *in;
-
-	for (in = fs->inflight; in; in = in->next) {
-		if (in->seq < seq)
-			return true;
-	}
-	return false;
-}
-
-bool inflight_wait_begun_before(struct fs *fs, uint64_t seq)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += OWN_WRITE_WAIT_MAX;
-	while (inflight_begun_before(fs, seq)) {
-		if (pthread_cond_timedwait(&fs->inflight_cond, &fs->lock,
-					   &until) == ETIMEDOUT) {
-			fuse_log(FUSE_LOG_WARNING, "etcdfs: watch: writes "
-				 "still in flight after %d s, going on\n",
-				 OWN_WRITE_WAIT_MAX);
-			return false;
-		}
-	}
-	return true;
 }
 
 /*
@@ -553,9 +489,10 @@ static void test_hold(enum test_hold hold)
  */
 static void unlock_and_send(struct fs *fs)
 {
-	struct inval_list inv = fs->pending_invals;
+	struct inval_list inv = fs->mirror.pending_invals;
 
-	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
+	memset(&fs->mirror.pending_invals, 0,
+	       sizeof(fs->mirror.pending_invals));
 	pthread_mutex_unlock(&fs->lock);
 	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0 &&
 	    fs->cfg.attr_timeout == 0) {
@@ -575,6 +512,29 @@ static void unlock_and_send(struct fs *fs)
 	pthread_mutex_unlock(&fs->replay_lock);
 }
 
+/* Counts @ev for user.etcd.stats (stats.c reads fs->mirror.watch_count). */
+static void count_watch_event(struct fs *fs, const struct store_event *ev)
+{
+	struct watch_count *c = &fs->mirror.watch_count;
+	int64_t rev = ev->type == STORE_EV_PUT ? ev->kv.mod_revision :
+		      ev->revision;
+	int_fast64_t cur;
+
+	if (ev->type != STORE_EV_PUT && ev->type != STORE_EV_DELETE)
+		return;
+	atomic_fetch_add_explicit(&c->events, 1, memory_order_relaxed);
+	cur = atomic_load(&c->rev);
+	while (rev > cur &&
+	       !atomic_compare_exchange_weak(&c->rev, &cur, rev))
+		;
+}
+
+static void count_relist(struct fs *fs)
+{
+	atomic_fetch_add_explicit(&fs->mirror.watch_count.relists, 1,
+				  memory_order_relaxed);
+}
+
 /*
  * The watch's history is gone: list everything again, turn the
  * differences into changes (echoed, so watchers see them), and watch again
@@ -591,11 +551,11 @@ static void relist(struct fs *fs)
 	uint64_t gen;
 	int64_t rev;
 
-	fs_stats_relist(fs);
+	count_relist(fs);
 	for (tries = 0;; tries++) {
 		pthread_mutex_lock(&fs->lock);
 		/* unmounting: the join of this thread waits for us */
-		if (fs->stopping) {
+		if (fs->mirror.stopping) {
 			pthread_mutex_unlock(&fs->lock);
 			return;
 		}
@@ -668,9 +628,10 @@ static void relist(struct fs *fs)
 	fs_mirror_applied(fs, l.revision);
 	rev = l.revision;
 	/* this thread's watch ends when the callback returns: join it later */
-	if (fs->watch && fs->nold < sizeof(fs->old) / sizeof(fs->old[0])) {
-		fs->old[fs->nold++] = fs->watch;
-		fs->watch = NULL;
+	if (fs->mirror.watch && fs->mirror.nold <
+	    sizeof(fs->mirror.old) / sizeof(fs->mirror.old[0])) {
+		fs->mirror.old[fs->mirror.nold++] = fs->mirror.watch;
+		fs->mirror.watch = NULL;
 	}
 	unlock_and_send(fs);
 	store_list_release(&l);
@@ -682,26 +643,26 @@ static void watch_event(void *arg, const struct store_event *ev)
 {
 	struct fs *fs = arg;
 
-	fs_stats_watch_event(fs, ev);
+	count_watch_event(fs, ev);
 	test_hold(TEST_HOLD_WATCH);
 	pthread_mutex_lock(&fs->lock);
 	switch (ev->type) {
 	case STORE_EV_PUT:
-		history_note(fs, ev->kv.key, ev->kv.key_len,
-			     ev->kv.mod_revision);
+		seen_note(fs, ev->kv.key, ev->kv.key_len,
+			  ev->kv.mod_revision);
 		watch_change(fs, false, &ev->kv, ev->kv.mod_revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_DELETE:
 		watch_change(fs, true, &ev->kv, ev->revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_PROGRESS:
 		fs_mirror_applied(fs, ev->revision);
-		fs->watch_ok = true;
+		fs->mirror.watch_ok = true;
 		break;
 	case STORE_EV_ERROR:
-		fs->watch_ok = false;
+		fs->mirror.watch_ok = false;
 		break;
 	}
 	unlock_and_send(fs);

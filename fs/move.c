@@ -19,11 +19,7 @@
 #include <time.h>
 
 #include "fs_i.h"
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
+#include "ops.h"
 
 static double elapsed(const struct timespec *since)
 {

@@ -14,12 +14,14 @@
  * at it, a progress request on the watch stream
  * (store_watch_progress) says how far the stream got, asked again every
  * QUORUM_ASK_MS while anyone waits (etcd does not answer one while the
- * watch catches up).  live.c tells how far the mirror has applied the
- * watch (quorum_seen, from fs_mirror_applied).  A change is in the mirror
+ * watch catches up).  The mirror says how far it has applied the watch
+ * (fs->mirror.applied_rev, moved by live.c's fs_mirror_applied, which wakes the
+ * condition variable this file gives it, fs->mirror.applied_wake: it calls
+ * nothing here).  A change is in the mirror
  * as soon as the watch delivers it, so this never waits for the echo,
  * whose syscalls may need the directory lock the kernel holds for the
  * lookup waiting here.  The watch's thread itself waits only for the
- * reply of a write of the mount's own (live.c's own_write_wait), which
+ * reply of a write of the mount's own (inflight.c's own_write_wait), which
  * never waits for the barrier; and while the kernel caches no name nor
  * attribute (the timeouts' defaults under quorum) it sends the kernel no
  * invalidation, which could wait for that lock (live.c's
@@ -55,7 +57,6 @@ struct fs_quorum {
 	bool in_flight;
 	int64_t rev;
 	int err;		/* its errno, negated; 0: rev is good */
-	int64_t seen;		/* the watch delivered up to this */
 	int64_t asked_rev;	/* the revision the last progress was for */
 	int64_t asked_ms;
 	struct quorum_counters c;
@@ -96,6 +97,7 @@ int quorum_new(struct fs *fs)
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	fs->quorum = q;
+	fs->mirror.applied_wake = &q->cond;
 	return 0;
 }
 
@@ -105,19 +107,10 @@ void quorum_free(struct fs *fs)
 
 	if (!q)
 		return;
+	fs->mirror.applied_wake = NULL;
 	pthread_cond_destroy(&q->cond);
 	free(q);
 	fs->quorum = NULL;
-}
-
-void quorum_seen(struct fs *fs, int64_t rev)
-{
-	struct fs_quorum *q = fs->quorum;
-
-	if (!q || rev <= q->seen)
-		return;
-	q->seen = rev;
-	pthread_cond_broadcast(&q->cond);
 }
 
 void quorum_counters(struct fs *fs, struct quorum_counters *c)
@@ -171,11 +164,11 @@ static void ask_progress(struct fs *fs, struct fs_quorum *q, int64_t rev)
 
 	if (rev <= q->asked_rev && now - q->asked_ms < QUORUM_ASK_MS)
 		return;
-	if (fs->stopping || !fs->watch)
+	if (fs->mirror.stopping || !fs->mirror.watch)
 		return;
 	q->asked_rev = rev;
 	q->asked_ms = now;
-	if (store_watch_progress(fs->watch) == 0)
+	if (store_watch_progress(fs->mirror.watch) == 0)
 		q->c.progress++;
 }
 
@@ -191,7 +184,7 @@ int quorum_barrier(struct fs *fs, fuse_req_t req)
 	deadline = now_ms() + (fs->cfg.request_timeout_ms > 0 ?
 			       fs->cfg.request_timeout_ms : 5000);
 	pthread_mutex_lock(&fs->lock);
-	if (fs->echo_pid > 0 && fuse_req_ctx(req)->pid == fs->echo_pid) {
+	if (fs->echo.pid > 0 && fuse_req_ctx(req)->pid == fs->echo.pid) {
 		pthread_mutex_unlock(&fs->lock);
 		return 0;
 	}
@@ -211,7 +204,7 @@ int quorum_barrier(struct fs *fs, fuse_req_t req)
 	}
 	err = q->err;
 	rev = q->rev;
-	while (!err && q->seen < rev) {
+	while (!err && fs->mirror.applied_rev < rev) {
 		now = now_ms();
 		if (now >= deadline) {
 			err = -ETIMEDOUT;

@@ -47,13 +47,6 @@ void quorum_free(struct fs *fs);
  */
 int quorum_barrier(struct fs *fs, fuse_req_t req);
 
-/*
- * live.c, with fs->lock held: the watch delivered every change up to @rev
- * (its events, a progress event, a listing after a compaction), and each
- * is in the tree.
- */
-void quorum_seen(struct fs *fs, int64_t rev);
-
 void quorum_counters(struct fs *fs, struct quorum_counters *c);
 
 #endif /* ETCDFS_QUORUM_H */

@@ -13,9 +13,8 @@
  * last, or fails with the errno of the failure (ENOTCONN) if it never
  * answered.
  *
- * Also the one log line of etcd's NOSPACE alarm: the first write refused
- * for space says why and what to do; again only after etcd said it had
- * room since.
+ * It also tells errno_map.c when etcd has room again, so that the next
+ * write refused for space is logged (fs_space_room).
  *
  * What it cannot do: know the cluster's quota (etcd 3.4 and 3.5 do not
  * say it), or the other members' sizes (each has its own file; they are
@@ -30,6 +29,7 @@
 #include <time.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 /* An answer younger than this is not asked again. */
 #define SPACE_FRESH_MS		2000
@@ -53,26 +53,12 @@ struct fs_space {
 	uint64_t gen;			/* requests ended */
 };
 
-/* The NOSPACE alarm was logged, and etcd has not said it has room since. */
-static atomic_bool nospace_said;
-
 static int64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void fs_space_full(void)
-{
-	if (atomic_exchange(&nospace_said, true))
-		return;
-	fuse_log(FUSE_LOG_ERR, "etcdfs: etcd is out of space (alarm NOSPACE: "
-		 "its database reached its --quota-backend-bytes): every "
-		 "write fails with ENOSPC until an operator frees space: "
-		 "'etcdctl compact REVISION', 'etcdctl defrag', then "
-		 "'etcdctl alarm disarm'\n");
 }
 
 static void *space_thread(void *arg)
@@ -96,7 +82,7 @@ static void *space_thread(void *arg)
 		rc = store_status(fs->store, &st, &serr);
 		/* room again: the next refusal is news, and is logged */
 		if (rc == 0 && !st.nospace)
-			atomic_store(&nospace_said, false);
+			fs_space_room();
 		pthread_mutex_lock(&sp->lock);
 		sp->busy = false;
 		sp->at_ms = now_ms();
@@ -122,7 +108,7 @@ static struct fs_space *space_get(struct fs *fs)
 
 	pthread_mutex_lock(&fs->lock);
 	sp = fs->space;
-	if (!sp && !fs->stopping) {
+	if (!sp && !fs->mirror.stopping) {
 		fresh = calloc(1, sizeof(*fresh));
 		if (fresh) {
 			pthread_mutex_init(&fresh->lock, NULL);

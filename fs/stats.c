@@ -3,8 +3,9 @@
  * read, one "name value" a line
  *
  * The store's counters (helper/store_stats.c: requests by kind, errors
- * by kind, retries, conflicts, bytes), the watch's (events delivered,
- * how far the mirror lags behind them, relists), the FUSE requests by
+ * by kind, retries, conflicts, bytes), the watch's (live.c's
+ * fs->mirror.watch_count: events delivered, how far the mirror lags behind
+ * them, relists), the FUSE requests by
  * operation (gate.c), the values pushed into the kernel's page cache
  * (fuse_stored), -o quorum's barrier (quorum.c) and what the mirror
  * holds.  Every counter is an
@@ -20,29 +21,9 @@
 #include <stdlib.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "gate.h"
 #include "quorum.h"
-
-void fs_stats_watch_event(struct fs *fs, const struct store_event *ev)
-{
-	struct fs_gate *g = fs->gate;
-	int64_t rev = ev->type == STORE_EV_PUT ? ev->kv.mod_revision :
-		      ev->revision;
-	int_fast64_t cur;
-
-	if (ev->type != STORE_EV_PUT && ev->type != STORE_EV_DELETE)
-		return;
-	atomic_fetch_add_explicit(&g->watch_events, 1, memory_order_relaxed);
-	cur = atomic_load(&g->watch_rev);
-	while (rev > cur &&
-	       !atomic_compare_exchange_weak(&g->watch_rev, &cur, rev))
-		;
-}
-
-void fs_stats_relist(struct fs *fs)
-{
-	atomic_fetch_add_explicit(&fs->gate->relists, 1, memory_order_relaxed);
-}
 
 void fs_stats_stored(struct fs *fs)
 {
@@ -117,17 +98,18 @@ ssize_t fs_stats_text(struct fs *fs, char **big)
 	line(&o, "etcd_bytes_sent %" PRIu64 "\n", st.bytes_sent);
 	line(&o, "etcd_bytes_received %" PRIu64 "\n", st.bytes_received);
 	line(&o, "watch_events %" PRIu64 "\n",
-	     (uint64_t)atomic_load(&g->watch_events));
+	     (uint64_t)atomic_load(&fs->mirror.watch_count.events));
 	/* fs->lock held by the caller */
-	lag = (int64_t)atomic_load(&g->watch_rev) - fs->tree.revision;
+	lag = (int64_t)atomic_load(&fs->mirror.watch_count.rev) -
+	      fs->tree.revision;
 	line(&o, "watch_lag %" PRId64 "\n", lag > 0 ? lag : 0);
 	line(&o, "watch_relists %" PRIu64 "\n",
-	     (uint64_t)atomic_load(&g->relists));
+	     (uint64_t)atomic_load(&fs->mirror.watch_count.relists));
 	line(&o, "echo_pending %zu\n", echo_pending(fs));
 	line(&o, "echo_follower %d\n", echo_follower(fs) ? 1 : 0);
-	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo_follow.walked_n);
+	line(&o, "echo_dirs_walked %" PRIu64 "\n", fs->echo.follow.walked_n);
 	line(&o, "echo_dirs_unwalked %" PRIu64 "\n",
-	     fs->echo_follow.unwalked_n);
+	     fs->echo.follow.unwalked_n);
 	for (i = 0; i < GATE_NOPS; i++)
 		line(&o, "fuse_%s %" PRIu64 "\n", fs_gate_op_name(i),
 		     fs_gate_op_count(fs, i));

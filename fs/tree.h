@@ -19,9 +19,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
+#include "inval.h"
 #include "kv.h"
 
 /* The st_ino of the root; other nodes count up from it. */
@@ -200,27 +202,10 @@ struct node_lru {
 	struct node *next;
 };
 
-/*
- * What the kernel must forget after a change of the tree: an entry (the
- * name @name in the directory @id) or an inode (@id), ids as tree->id
- * gives them.  The tree fills the list; its owner sends it once its lock
- * is released.
- */
-struct inval {
-	bool entry;
-	uint64_t id;
-	char *name;		/* owned; NULL for an inode */
-	size_t name_len;
-};
-
-struct inval_list {
-	struct inval *v;
-	size_t n;
-	size_t cap;
-};
-
 /* The owner's clock: directory and file times. */
 typedef void tree_clock_fn(struct timespec *ts);
+/* The mount's clock (CLOCK_REALTIME), a tree_clock_fn: files' times. */
+void fs_now(struct timespec *ts);
 /* The id the kernel knows @n by, in invalidation records. */
 typedef uint64_t tree_id_fn(const struct tree *t, const struct node *n);
 
@@ -333,11 +318,17 @@ int tree_reconcile_end(struct tree *t, struct node *dir, uint64_t gen,
 bool tree_dir_has_keys(struct node *dir);
 int tree_collect_stale(struct tree *t, uint64_t gen, int64_t rev,
 		       struct node ***out, size_t *n);
-/* Appends a record to @l (NULL: none kept).  0 or -ENOMEM. */
-int inval_add(struct inval_list *l, bool entry, uint64_t id,
-	      const char *name, size_t len);
-void inval_release(struct inval_list *l);
-/* Removes @l's entry invalidations, keeping its inodes' in their order. */
-void inval_drop_entries(struct inval_list *l);
+
+/* node_times.c */
+#define ATTR_SET_ATIME 1
+#define ATTR_SET_MTIME 2
+/*
+ * Sets @n's times as utimensat does (@what: ATTR_SET_*), in memory until
+ * the next revision; fs->lock held.  0 or -ENOMEM.
+ */
+int node_set_times(struct node *n, unsigned what, const struct timespec *atime,
+		   const struct timespec *mtime);
+/* What node_fill_attr shows of the times and modes set in memory. */
+void node_kept_attr(struct node *n, struct stat *st);
 
 #endif /* ETCDFS_TREE_H */

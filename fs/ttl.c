@@ -37,13 +37,9 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 
 #define TTL_NAME "user.etcd.ttl"
-
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
 
 bool fs_ttl_xattr(const char *name)
 {

@@ -1,5 +1,6 @@
 /*
- * xattr.c - a key's revisions as extended attributes, and pins
+ * xattr.c - a key's revisions as extended attributes, and setting pins
+ * (kept in pins.c)
  *
  * Readable on a file of a key:
  *   user.etcd.resourceVersion  its mod_revision (Kubernetes' name for it)
@@ -50,12 +51,11 @@
 #include <string.h>
 
 #include "fs_i.h"
+#include "ops.h"
 #include "object.h"
 
 #define XA_PREFIX "user.etcd."
 #define XA_K8S_PREFIX "user.k8s."
-#define PIN_MAX 4096
-#define PIN_LIFETIME 600
 
 static const char *const file_names[] = {
 	"user.etcd.resourceVersion",
@@ -79,161 +79,6 @@ static const char *const root_names[] = {
 	"user.etcd.stats",
 };
 
-static struct fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
-/* The parent and start time of @pid, from /proc; false if it is gone. */
-static bool proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long st = 0;
-	int pp = 0, field;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* the command name may hold spaces and parentheses: skip to the last */
-	p = strrchr(buf, ')');
-	if (!p)
-		return false;
-	p++;
-	for (field = 3; *p && field <= 22; field++) {
-		char *end;
-
-		while (*p == ' ')
-			p++;
-		if (field == 4)
-			pp = (int)strtol(p, &end, 10);
-		else if (field == 22)
-			st = strtoull(p, &end, 10);
-		else
-			end = strchr(p, ' ');
-		if (!end)
-			break;
-		p = end;
-	}
-	if (ppid)
-		*ppid = pp;
-	if (start)
-		*start = st;
-	return field > 22;
-}
-
-static void pin_drop(struct fs *fs, size_t i)
-{
-	free(fs->pins[i].key);
-	fs->pins[i] = fs->pins[--fs->npins];
-}
-
-static bool pin_alive(const struct pin *p)
-{
-	unsigned long long start;
-	struct timespec now;
-
-	fs_now(&now);
-	if (now.tv_sec - p->set.tv_sec > PIN_LIFETIME)
-		return false;
-	return proc_stat(p->owner, NULL, &start) && start == p->owner_start;
-}
-
-/* The pin of @key that @pid's writes follow, or -1.  fs->lock held. */
-static ssize_t pin_find(struct fs *fs, const char *key, size_t key_len,
-			pid_t pid)
-{
-	pid_t ppid = 0;
-	size_t i;
-
-	if (!fs->npins)
-		return -1;
-	proc_stat(pid, &ppid, NULL);
-	for (i = 0; i < fs->npins;) {
-		struct pin *p = &fs->pins[i];
-
-		if (!pin_alive(p)) {
-			pin_drop(fs, i);
-			continue;
-		}
-		if (p->key_len == key_len && memcmp(p->key, key, key_len) == 0 &&
-		    (p->owner == pid || p->owner == ppid))
-			return (ssize_t)i;
-		i++;
-	}
-	return -1;
-}
-
-bool pin_take(struct fs *fs, const char *key, size_t key_len, pid_t pid,
-	      int64_t *rev)
-{
-	ssize_t i = pin_find(fs, key, key_len, pid);
-
-	if (i < 0)
-		return false;
-	*rev = fs->pins[i].rev;
-	pin_drop(fs, (size_t)i);
-	return true;
-}
-
-void pins_free(struct fs *fs)
-{
-	while (fs->npins)
-		pin_drop(fs, 0);
-	free(fs->pins);
-	fs->pins = NULL;
-}
-
-/* Pins @rev for @key on behalf of @setter's parent.  fs->lock held. */
-static int pin_set(struct fs *fs, const char *key, size_t key_len,
-		   pid_t setter, int64_t rev)
-{
-	struct pin p = { 0 };
-	size_t i;
-
-	if (!proc_stat(setter, &p.owner, NULL) ||
-	    !proc_stat(p.owner, NULL, &p.owner_start))
-		return -ESRCH;
-	for (i = 0; i < fs->npins; i++) {
-		if (fs->pins[i].owner == p.owner &&
-		    fs->pins[i].key_len == key_len &&
-		    memcmp(fs->pins[i].key, key, key_len) == 0) {
-			pin_drop(fs, i);
-			break;
-		}
-	}
-	if (fs->npins == PIN_MAX) {
-		size_t oldest = 0;
-
-		for (i = 1; i < fs->npins; i++) {
-			if (fs->pins[i].set.tv_sec <
-			    fs->pins[oldest].set.tv_sec)
-				oldest = i;
-		}
-		pin_drop(fs, oldest);
-	}
-	if (!fs->pins) {
-		fs->pins = calloc(PIN_MAX, sizeof(*fs->pins));
-		if (!fs->pins)
-			return -ENOMEM;
-	}
-	p.key = malloc(key_len + 1);
-	if (!p.key)
-		return -ENOMEM;
-	memcpy(p.key, key, key_len);
-	p.key[key_len] = '\0';
-	p.key_len = key_len;
-	p.rev = rev;
-	fs_now(&p.set);
-	fs->pins[fs->npins++] = p;
-	return 0;
-}
-
 static bool is_key_file(struct node *n)
 {
 	return n->type == NODE_FILE && !n->local && !n->pending;
@@ -244,7 +89,6 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 			   pid_t pid, char *buf, size_t size, char **big)
 {
 	int64_t v;
-	ssize_t i;
 
 	*big = NULL;
 	if (n == fs->tree.root) {
@@ -260,7 +104,7 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 		if (strcmp(name, "user.etcd.watch") == 0)
 			return snprintf(buf, size, "%s",
 					fs->cfg.nowatch ? "off" :
-					fs->watch_ok ? "connected" :
+					fs->mirror.watch_ok ? "connected" :
 					"connecting");
 		if (strcmp(name, "user.etcd.stats") == 0)
 			return fs_stats_text(fs, big);	/* fs/stats.c */
@@ -291,10 +135,8 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 		memcpy(*big, n->key, n->key_len);
 		return (ssize_t)n->key_len;
 	} else if (strcmp(name, "user.etcd.pin") == 0) {
-		i = pin_find(fs, n->key, n->key_len, pid);
-		if (i < 0)
+		if (!pin_peek(fs, n->key, n->key_len, pid, &v))
 			return -ENODATA;
-		v = fs->pins[i].rev;
 	} else {
 		return -ENODATA;
 	}
@@ -504,9 +346,8 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct fs *fs = fs_of(req);
-	pid_t owner = 0;
+	bool removed;
 	struct node *n;
-	ssize_t i = -1;
 
 	if (fs->cfg.ro) {
 		fuse_reply_err(req, EROFS);
@@ -525,10 +366,8 @@ void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	pthread_mutex_lock(&fs->lock);
 	n = node_of(fs, ino);
 	/* removexattr runs in setfattr -x: the pin is its parent's */
-	if (is_key_file(n) && proc_stat(fuse_req_ctx(req)->pid, &owner, NULL))
-		i = pin_find(fs, n->key, n->key_len, owner);
-	if (i >= 0)
-		pin_drop(fs, (size_t)i);
+	removed = is_key_file(n) &&
+		  pin_remove(fs, n->key, n->key_len, fuse_req_ctx(req)->pid);
 	pthread_mutex_unlock(&fs->lock);
-	fuse_reply_err(req, i >= 0 ? 0 : ENODATA);
+	fuse_reply_err(req, removed ? 0 : ENODATA);
 }

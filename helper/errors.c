@@ -150,3 +150,12 @@ int store_fail_too_large(struct store_error *err, const char *key,
 			  "value of %zu bytes is larger than %zu bytes", len,
 			  max);
 }
+
+int store_read_rc(int rc, struct store_error *err)
+{
+	if (rc != STORE_EUNKNOWN)
+		return rc;
+	if (err)
+		err->code = STORE_EUNREACHABLE;
+	return STORE_EUNREACHABLE;
+}

@@ -96,4 +96,10 @@ static inline int store_err_unknown_outcome(int code)
 	return code == STORE_EUNKNOWN || code == STORE_ETIMEOUT;
 }
 
+/*
+ * What a read reports of a request whose answer was lost: for a read
+ * that is no more than "unreachable" (@err keeps its message).
+ */
+int store_read_rc(int rc, struct store_error *err);
+
 #endif /* ETCDFS_ERRORS_H */

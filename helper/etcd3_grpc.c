@@ -268,7 +268,9 @@ static int g_range_call(struct store *s, const struct etcd3pb_range_req *r,
 	return 0;
 }
 
-int etcd3g_revision(struct store *s, int64_t *rev, struct store_error *err)
+/* The cluster's revision by a linearizable count_only range. */
+static int etcd3g_revision(struct store *s, int64_t *rev,
+			   struct store_error *err)
 {
 	/* count one key, linearizably: the prefix (etcd has no empty key) */
 	struct etcd3pb_range_req r = {

@@ -18,9 +18,6 @@ static inline struct grpc_transport *etcd3g_transport(struct store *s)
 	return ((struct etcd3g *)s->be)->t;
 }
 
-/* The cluster's revision by a linearizable count_only range. */
-int etcd3g_revision(struct store *s, int64_t *rev, struct store_error *err);
-
 int etcd3g_watch(struct store *s, struct store_watch *w,
 		 struct store_error *err);
 void etcd3g_watch_stop(struct store_watch *w);

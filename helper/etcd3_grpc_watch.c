@@ -304,7 +304,7 @@ int etcd3g_watch(struct store *s, struct store_watch *w,
 	if (start <= 0) {
 		/* "from now" is fixed here, so nothing written after this
 		 * returns is missed while the stream is being set up */
-		rc = etcd3g_revision(s, &start, err);
+		rc = s->be_ops->revision(s, &start, err);
 		if (rc < 0)
 			return rc;
 		start++;

@@ -5,8 +5,8 @@
  * Checks arguments and the configuration, prepends the store prefix to
  * every key on the way to a backend and strips it on the way back (a key
  * a backend returns outside the prefix is dropped).  Writes are in
- * store_update.c, listing in store_list.c, the endpoint refresh in
- * store_members.c.
+ * store_update.c, listing in store_list.c, the member list and the
+ * endpoint refresh in store_members.c.
  *
  * What it cannot do: talk to etcd (the backends in etcd3.c and etcd2.c
  * do that through transport.c); store_free does not wait for requests
@@ -488,15 +488,6 @@ int store_status(struct store *s, struct store_status *out,
 
 /* --- reads --- */
 
-int store_read_rc(int rc, struct store_error *err)
-{
-	if (rc != STORE_EUNKNOWN)
-		return rc;
-	if (err)
-		err->code = STORE_EUNREACHABLE;
-	return STORE_EUNREACHABLE;
-}
-
 /*
  * Reads the full key @full into @cur (prefix stripped); *@exists false and
  * 0 if it is absent.
@@ -723,20 +714,6 @@ int store_watch_progress(struct store_watch *w)
 	if (!w || !w->s->be_ops->watch_progress)
 		return STORE_ENOTSUP;
 	return w->s->be_ops->watch_progress(w);
-}
-
-/* --- cluster --- */
-
-int store_members(struct store *s, struct store_member **members, size_t *n,
-		  struct store_error *err)
-{
-	*members = NULL;
-	*n = 0;
-	if (!s->be_ops->members)
-		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
-				  "the %s backend cannot list members",
-				  s->be_ops->name);
-	return store_read_rc(s->be_ops->members(s, members, n, err), err);
 }
 
 /* --- directories --- */

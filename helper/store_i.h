@@ -287,12 +287,6 @@ int store_read(struct store *s, const char *full, size_t full_len,
 	       struct store_error *err);
 
 /*
- * What a read reports of a request whose answer was lost: for a read
- * that is no more than "unreachable" (@err keeps its message).
- */
-int store_read_rc(int rc, struct store_error *err);
-
-/*
  * Counts one request of @kind to etcd (store_stats) that sent @sent and
  * received @received bytes and ended with @rc, and traces it if the
  * config says so: @method, the full key @key (NULL: none), @start_us

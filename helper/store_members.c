@@ -1,6 +1,7 @@
 /*
- * store_members.c - the endpoint list follows the cluster's members
- * (store_refresh_endpoints and refresh_endpoints_ms of helper/store.h)
+ * store_members.c - the cluster's members (store_members), and the
+ * endpoint list that follows them (store_refresh_endpoints and
+ * refresh_endpoints_ms of helper/store.h)
  *
  * There is no thread for it (the daemon forks after the store is made,
  * and a thread would not survive the fork): the calls that talk to etcd,
@@ -35,6 +36,18 @@ static bool store_list_has(char *const *list, size_t n, const char *ep)
 		if (strcmp(list[i], ep) == 0)
 			return true;
 	return false;
+}
+
+int store_members(struct store *s, struct store_member **members, size_t *n,
+		  struct store_error *err)
+{
+	*members = NULL;
+	*n = 0;
+	if (!s->be_ops->members)
+		return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
+				  "the %s backend cannot list members",
+				  s->be_ops->name);
+	return store_read_rc(s->be_ops->members(s, members, n, err), err);
 }
 
 int store_refresh_endpoints(struct store *s, size_t *n_out,

@@ -60,16 +60,6 @@ static void tr_global_init(void)
 	tr_global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-void transport_reply_release(struct transport_reply *r)
-{
-	if (!r)
-		return;
-	free(r->body);
-	r->body = NULL;
-	r->len = 0;
-	r->status = 0;
-}
-
 static char *tr_strdup_or_null(const char *s, bool *ok)
 {
 	char *d;
@@ -275,23 +265,6 @@ void transport_free(struct transport *t)
 	free(t->cert);
 	free(t->keyfile);
 	free(t);
-}
-
-/* Copies @s into h->endpoint; false on ENOMEM. */
-bool tr_handle_set_endpoint(struct tr_handle *h, const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *p;
-
-	if (n > h->endpoint_cap) {
-		p = realloc(h->endpoint, n);
-		if (!p)
-			return false;
-		h->endpoint = p;
-		h->endpoint_cap = n;
-	}
-	memcpy(h->endpoint, s, n);
-	return true;
 }
 
 /*

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "transport_xfer.h"
 
 enum transport_auth {
 	TRANSPORT_AUTH_NONE,
@@ -45,14 +46,6 @@ struct transport_config {
 	long request_timeout_ms;
 	size_t max_reply_size;
 };
-
-struct transport_reply {
-	long status;		/* the HTTP status */
-	char *body;		/* owned, NUL-terminated past len */
-	size_t len;
-};
-
-void transport_reply_release(struct transport_reply *r);
 
 /* Copies what it needs of @cfg.  NULL on error, with @err filled. */
 struct transport *transport_new(const struct transport_config *cfg,

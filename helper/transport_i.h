@@ -1,7 +1,7 @@
 /*
  * transport_i.h - what transport.c and transport_xfer.c share: the
- * transport's state, one transfer's, and the functions one of them calls
- * in the other
+ * transport's state, one transfer's, and the functions of
+ * transport_xfer.c that transport.c calls (never the other way)
  *
  * What it cannot do: be used outside the transport; everything else sees
  * helper/transport.h.
@@ -94,7 +94,10 @@ struct tr_xfer {
 	CURL *curl;
 };
 
-/* The endpoint copy of @h (see transport_endpoint()); false on ENOMEM. */
+/*
+ * transport_xfer.c: the endpoint copy of @h (see transport_endpoint());
+ * false on ENOMEM.
+ */
 bool tr_handle_set_endpoint(struct tr_handle *h, const char *s);
 
 /* The stream's owner sets *stop from another thread. */

@@ -18,6 +18,34 @@
 #include <string.h>
 
 #include "transport_i.h"
+#include "transport_xfer.h"
+
+void transport_reply_release(struct transport_reply *r)
+{
+	if (!r)
+		return;
+	free(r->body);
+	r->body = NULL;
+	r->len = 0;
+	r->status = 0;
+}
+
+/* Copies @s into h->endpoint; false on ENOMEM. */
+bool tr_handle_set_endpoint(struct tr_handle *h, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p;
+
+	if (n > h->endpoint_cap) {
+		p = realloc(h->endpoint, n);
+		if (!p)
+			return false;
+		h->endpoint = p;
+		h->endpoint_cap = n;
+	}
+	memcpy(h->endpoint, s, n);
+	return true;
+}
 
 static size_t tr_write_reply(char *data, size_t size, size_t nmemb,
 			     void *userdata)
@@ -343,78 +371,15 @@ static void tr_append(char *buf, size_t size, const char *fmt, ...)
 }
 
 /*
- * Runs @x on @curl against the current endpoint, then the others in turn
- * while nothing could be sent.  The endpoint that answered is left in
- * h_endpoint (the calling thread's copy, see tr_handle_set_endpoint()).
+ * What came of @x's transfer on @curl, which ended with @rc at an
+ * endpoint that took the request: 0, or the error, in @err.
  */
-int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
+static int tr_outcome(struct tr_xfer *x, CURL *curl, CURLcode rc,
 		      char *errbuf, struct store_error *err)
 {
 	struct transport *t = x->t;
-	struct curl_slist *headers = NULL;
-	char names[512] = "", details[512] = "", first[256] = "";
 	char what[256];
-	bool same = true;
-	uint64_t gen;
-	size_t n, start, i, idx = 0;
-	CURLcode rc = CURLE_OK;
 	long status = 0;
-
-	pthread_mutex_lock(&t->lock);
-	gen = t->endpoints_gen;
-	n = t->n_endpoints;
-	start = t->current;
-	pthread_mutex_unlock(&t->lock);
-
-	for (i = 0; i < n; i++) {
-		pthread_mutex_lock(&t->lock);
-		idx = (start + i) % t->n_endpoints;
-		if (!tr_handle_set_endpoint(h, t->endpoints[idx])) {
-			pthread_mutex_unlock(&t->lock);
-			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-					  "out of memory");
-		}
-		pthread_mutex_unlock(&t->lock);
-
-		headers = NULL;
-		if (!tr_setup(x, curl, h->endpoint, errbuf, &headers))
-			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
-					  "out of memory");
-		if (x->reply)
-			transport_reply_release(x->reply);
-		x->cap = 0;
-		x->too_large = false;
-		x->status = 0;
-		rc = curl_easy_perform(curl);
-		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-		curl_slist_free_all(headers);
-		if (!tr_not_sent(curl, rc, errbuf))
-			break;
-
-		tr_describe(rc, errbuf, x->url, what, sizeof(what));
-		if (i == 0)
-			snprintf(first, sizeof(first), "%s", what);
-		else if (strcmp(first, what) != 0)
-			same = false;
-		tr_append(names, sizeof(names), "%s'%s'", i ? ", " : "",
-			  h->endpoint);
-		tr_append(details, sizeof(details), "%s'%s': %s",
-			  i ? "; " : "", h->endpoint, what);
-	}
-	if (i == n) {
-		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
-		if (same)
-			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-					  "cannot reach %s: %s", names, first);
-		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
-				  "cannot reach %s", details);
-	}
-	if (i > 0) {
-		pthread_mutex_lock(&t->lock);
-		if (t->endpoints_gen == gen)
-			t->current = idx;
-		pthread_mutex_unlock(&t->lock);
-	}
 
 	if (x->too_large)
 		return store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
@@ -476,4 +441,80 @@ int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
 		}
 	}
 	return 0;
+}
+
+/*
+ * Runs @x on @curl against the current endpoint, then the others in turn
+ * while nothing could be sent.  The endpoint that answered is left in
+ * h_endpoint (the calling thread's copy, see tr_handle_set_endpoint()).
+ */
+int tr_perform(struct tr_xfer *x, CURL *curl, struct tr_handle *h,
+	       char *errbuf, struct store_error *err)
+{
+	struct transport *t = x->t;
+	struct curl_slist *headers = NULL;
+	char names[512] = "", details[512] = "", first[256] = "";
+	char what[256];
+	bool same = true;
+	uint64_t gen;
+	size_t n, start, i, idx = 0;
+	CURLcode rc = CURLE_OK;
+
+	pthread_mutex_lock(&t->lock);
+	gen = t->endpoints_gen;
+	n = t->n_endpoints;
+	start = t->current;
+	pthread_mutex_unlock(&t->lock);
+
+	for (i = 0; i < n; i++) {
+		pthread_mutex_lock(&t->lock);
+		idx = (start + i) % t->n_endpoints;
+		if (!tr_handle_set_endpoint(h, t->endpoints[idx])) {
+			pthread_mutex_unlock(&t->lock);
+			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					  "out of memory");
+		}
+		pthread_mutex_unlock(&t->lock);
+
+		headers = NULL;
+		if (!tr_setup(x, curl, h->endpoint, errbuf, &headers))
+			return store_fail(err, STORE_EINTERNAL, NULL, 0, 0,
+					  "out of memory");
+		if (x->reply)
+			transport_reply_release(x->reply);
+		x->cap = 0;
+		x->too_large = false;
+		x->status = 0;
+		rc = curl_easy_perform(curl);
+		curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+		curl_slist_free_all(headers);
+		if (!tr_not_sent(curl, rc, errbuf))
+			break;
+
+		tr_describe(rc, errbuf, x->url, what, sizeof(what));
+		if (i == 0)
+			snprintf(first, sizeof(first), "%s", what);
+		else if (strcmp(first, what) != 0)
+			same = false;
+		tr_append(names, sizeof(names), "%s'%s'", i ? ", " : "",
+			  h->endpoint);
+		tr_append(details, sizeof(details), "%s'%s': %s",
+			  i ? "; " : "", h->endpoint, what);
+	}
+	if (i == n) {
+		__atomic_add_fetch(&t->unreachable, 1, __ATOMIC_RELAXED);
+		if (same)
+			return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+					  "cannot reach %s: %s", names, first);
+		return store_fail(err, STORE_EUNREACHABLE, NULL, 0, 0,
+				  "cannot reach %s", details);
+	}
+	if (i > 0) {
+		pthread_mutex_lock(&t->lock);
+		if (t->endpoints_gen == gen)
+			t->current = idx;
+		pthread_mutex_unlock(&t->lock);
+	}
+
+	return tr_outcome(x, curl, rc, errbuf, err);
 }

@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs.h"		/* defines FUSE_USE_VERSION before fuse_log.h */
+#include <fuse_log.h>
+
 #include "log.h"
 
 #define PREFIX "etcdfs: "

@@ -20,7 +20,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fs.h"		/* defines FUSE_USE_VERSION before fuse_log.h */
+#include <fuse_log.h>
+
 #include "notify.h"
 
 static struct sockaddr_un addr;

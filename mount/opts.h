@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "fs.h"		/* defines FUSE_USE_VERSION before fuse_lowlevel.h */
+#include "fs.h"
 #include "store.h"
 
 #define OPTS_MAX_ROWS 64
