@@ -1,0 +1,71 @@
+/*
+ * k8s_i.h - what the k8s codec's files share (helper/k8s_*.c)
+ *
+ * The codec meets in the middle: a protobuf object decodes into a jansson
+ * tree in Go's field order (k8s_pb.c), which k8s_json.c and k8s_yaml.c
+ * write as text; text parses into a jansson tree (jansson, or libyaml in
+ * k8s_yaml.c), which k8s_pb.c encodes.
+ */
+#ifndef ETCDFS_K8S_I_H
+#define ETCDFS_K8S_I_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "k8s_codec.h"
+
+/* A growable byte buffer; err is set once an allocation failed. */
+struct k8s_buf {
+	char *p;
+	size_t len;
+	size_t cap;
+	bool err;
+};
+
+void k8s_buf_add(struct k8s_buf *b, const void *p, size_t n);
+void k8s_buf_addc(struct k8s_buf *b, char c);
+void k8s_buf_adds(struct k8s_buf *b, const char *s);
+
+__attribute__((format(printf, 2, 3)))
+void k8s_err(struct k8s_error *err, const char *fmt, ...);
+
+/* The largest nesting a value or a text may have. */
+#define K8S_MAX_DEPTH 100
+
+/*
+ * k8s_pb.c: the object's protobuf @raw (@len bytes) of message @msg as a
+ * new tree; @api_version and @kind fill its TypeMeta.  NULL on error,
+ * *@unknown counts the fields the schema does not know.
+ */
+json_t *k8s_pb_decode(int msg, const uint8_t *raw, size_t len,
+		      const char *api_version, const char *kind,
+		      size_t *unknown, struct k8s_error *err);
+
+/*
+ * k8s_pb.c: appends the protobuf of @obj (borrowed), an object of message
+ * @msg, to @out.  @from_yaml: scalars may come as YAML resolved them.
+ * Returns 0 or -EINVAL (with the field's path in @err).
+ */
+int k8s_pb_encode(int msg, json_t *obj, bool from_yaml, struct k8s_buf *out,
+		  struct k8s_error *err);
+
+/* k8s_json.c: @v as Go's json.MarshalIndent(v, "", "  ") writes it. */
+void k8s_json_write(struct k8s_buf *b, json_t *v);
+/* k8s_json.c: @v as Go's json.Marshal writes it (compact). */
+void k8s_json_write_compact(struct k8s_buf *b, json_t *v);
+
+/* k8s_yaml.c: @v as sigs.k8s.io/yaml writes it; 0 or -ENOMEM. */
+int k8s_yaml_write(struct k8s_buf *b, json_t *v);
+/* k8s_yaml.c: a YAML text as a new tree, or NULL (message in @err). */
+json_t *k8s_yaml_parse(const char *text, size_t len, struct k8s_error *err);
+
+/* k8s_time.c: times and durations as Go formats and parses them. */
+void k8s_time_format(struct k8s_buf *b, int64_t sec, int32_t nsec,
+		     bool micro);
+int k8s_time_parse(const char *s, size_t len, int64_t *sec, int32_t *nsec);
+void k8s_duration_format(struct k8s_buf *b, int64_t ns);
+int k8s_duration_parse(const char *s, size_t len, int64_t *ns);
+
+#endif /* ETCDFS_K8S_I_H */
