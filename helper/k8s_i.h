@@ -58,6 +58,8 @@ void k8s_json_write_compact(struct k8s_buf *b, json_t *v);
 
 /* k8s_yaml.c: @v as sigs.k8s.io/yaml writes it; 0 or -ENOMEM. */
 int k8s_yaml_write(struct k8s_buf *b, json_t *v);
+/* k8s_yaml.c: strconv.FormatFloat(@f, 'g', -1, @f32 ? 32 : 64). */
+void k8s_yaml_float(double f, bool f32, char *out, size_t size);
 /* k8s_yaml.c: a YAML text as a new tree, or NULL (message in @err). */
 json_t *k8s_yaml_parse(const char *text, size_t len, struct k8s_error *err);
 

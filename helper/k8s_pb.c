@@ -912,7 +912,8 @@ static int want_string(struct enc *e, json_t *v, struct k8s_buf *s)
 		return 0;
 	}
 	if (e->yaml && json_is_real(v)) {
-		snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+		/* sigs.k8s.io/yaml: FormatFloat(f, 'g', -1, 32) */
+		k8s_yaml_float(json_real_value(v), true, num, sizeof(num));
 		k8s_buf_adds(s, num);
 		return 0;
 	}

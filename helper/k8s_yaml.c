@@ -298,8 +298,11 @@ static void emit_string(struct ywriter *w, const char *s, size_t len)
 	emit_scalar(w, s, len, style);
 }
 
-/* strconv.FormatFloat(f, 'g', -1, 64), as go-yaml writes a float. */
-static void float_g(double f, char *out, size_t size)
+/*
+ * strconv.FormatFloat(f, 'g', -1, 64) as go-yaml writes a float, or with
+ * 32 bits (@f32) as sigs.k8s.io/yaml turns a float into a string.
+ */
+void k8s_yaml_float(double f, bool f32, char *out, size_t size)
 {
 	char s[40], *e, digits[24];
 	int prec, exp, n = 0, i;
@@ -319,7 +322,7 @@ static void float_g(double f, char *out, size_t size)
 	}
 	for (prec = 1; prec <= 17; prec++) {
 		snprintf(s, sizeof(s), "%.*e", prec - 1, f);
-		if (strtod(s, NULL) == f)
+		if (f32 ? strtof(s, NULL) == (float)f : strtod(s, NULL) == f)
 			break;
 	}
 	e = strchr(s, 'e');
@@ -493,7 +496,7 @@ static void write_value(struct ywriter *w, json_t *v)
 		emit_scalar(w, num, strlen(num), YAML_PLAIN_SCALAR_STYLE);
 		return;
 	case JSON_REAL:
-		float_g(json_real_value(v), num, sizeof(num));
+		k8s_yaml_float(json_real_value(v), false, num, sizeof(num));
 		emit_scalar(w, num, strlen(num), YAML_PLAIN_SCALAR_STYLE);
 		return;
 	case JSON_TRUE:
@@ -600,6 +603,44 @@ static json_t *plain_scalar(const char *s, size_t len)
 
 static json_t *read_node(struct yreader *r, yaml_event_t *ev, int depth);
 
+/*
+ * A key as sigs.k8s.io/yaml makes it a JSON key: the string go-yaml read,
+ * so a plain on is "true", 0x10 is "16" and ~ is "null".
+ */
+static json_t *key_string(const yaml_event_t *ev)
+{
+	const char *s = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	char num[64];
+	json_t *v;
+
+	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+	    ev->data.scalar.tag)
+		return json_stringn(s, len);
+	v = plain_scalar(s, len);
+	if (!v)
+		return NULL;
+	switch (json_typeof(v)) {
+	case JSON_TRUE:
+	case JSON_FALSE:
+	case JSON_NULL:
+		snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" :
+			 json_is_false(v) ? "false" : "null");
+		break;
+	case JSON_INTEGER:
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+			 json_integer_value(v));
+		break;
+	case JSON_REAL:
+		k8s_yaml_float(json_real_value(v), false, num, sizeof(num));
+		break;
+	default:
+		return v;
+	}
+	json_decref(v);
+	return json_string(num);
+}
+
 static json_t *read_collection(struct yreader *r, yaml_event_t *start,
 			       int depth)
 {
@@ -629,8 +670,7 @@ static json_t *read_collection(struct yreader *r, yaml_event_t *start,
 				yaml_event_delete(&ev);
 				goto bad;
 			}
-			k = json_stringn((const char *)ev.data.scalar.value,
-					 ev.data.scalar.length);
+			k = key_string(&ev);
 			if (!k) {
 				read_fail(r, &ev, "a key is no UTF-8");
 				yaml_event_delete(&ev);
