@@ -63,6 +63,13 @@ void k8s_yaml_float(double f, bool f32, char *out, size_t size);
 /* k8s_yaml.c: a YAML text as a new tree, or NULL (message in @err). */
 json_t *k8s_yaml_parse(const char *text, size_t len, struct k8s_error *err);
 
+/*
+ * k8s_quantity.c: appends the canonical form of resource.Quantity @s (@len
+ * bytes) to @out: 0, 1 when it went through as written (valid, past the
+ * int64 arithmetic), or -EINVAL when Kubernetes would refuse it.
+ */
+int k8s_quantity(const char *s, size_t len, struct k8s_buf *out);
+
 /* k8s_time.c: times and durations as Go formats and parses them. */
 void k8s_time_format(struct k8s_buf *b, int64_t sec, int32_t nsec,
 		     bool micro);

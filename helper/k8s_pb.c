@@ -416,9 +416,17 @@ static json_t *dec_special(struct dec *d, int type, const uint8_t *p,
 		if (dec_small(d, "resource.Quantity", p, len, 1 << 1, v, s,
 			      slen) < 0)
 			return NULL;
-		if (!s[1] || slen[1] == 0)
+		if (!s[1])
 			return json_string("0");
-		return dec_string(s[1], slen[1]);
+		if (k8s_quantity((const char *)s[1], slen[1], &b) < 0) {
+			k8s_err(d->err, "resource.Quantity '%.*s' is not valid",
+				slen[1] > 64 ? 64 : (int)slen[1], s[1]);
+			free(b.p);
+			return NULL;
+		}
+		r = b.err ? NULL : dec_string((const uint8_t *)b.p, b.len);
+		free(b.p);
+		return r;
 	case K8S_T_INTSTR:
 		if (dec_small(d, "intstr.IntOrString", p, len, 1 << 3, v, s,
 			      slen) < 0)
@@ -957,21 +965,36 @@ static int enc_special(struct enc *e, int type, json_t *v,
 		put_key(m, 1, 0);
 		put_varint(m, (uint64_t)ns);
 		return 0;
-	case K8S_T_QUANTITY:
+	case K8S_T_QUANTITY: {
+		struct k8s_buf q = { 0 };
+
+		/* Go parses a number's text as it parses a string's */
 		if (v && json_is_integer(v)) {
 			char num[32];
 
 			snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
 				 json_integer_value(v));
 			k8s_buf_adds(&s, num);
+		} else if (v && json_is_real(v)) {
+			char num[64];
+
+			snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+			k8s_buf_adds(&s, num);
 		} else if (v && !json_is_null(v)) {
 			ret = want_string(e, v, &s);
 		}
 		if (!ret && !s.err && s.len == 0)
 			k8s_buf_adds(&s, "0");
+		if (!ret && !s.err && k8s_quantity(s.p, s.len, &q) < 0)
+			ret = enc_fail(e, "a quantity is needed (\"500m\", "
+				       "\"1Gi\")");
 		if (!ret)
-			put_len(m, 1, s.p, s.len);
+			put_len(m, 1, q.p, q.len);
+		if (q.err)
+			s.err = true;
+		free(q.p);
 		break;
+	}
 	case K8S_T_INTSTR:
 		if (v && json_is_string(v)) {
 			put_key(m, 1, 0);

@@ -17,6 +17,10 @@
 #include "k8s_codec.h"
 #include "tap.h"
 
+#ifdef ETCDFS_K8S_SCHEMA
+#include "k8s_i.h"
+#endif
+
 static const char configmap[] =
 	"{\n"
 	"  \"kind\": \"ConfigMap\",\n"
@@ -354,6 +358,70 @@ static bool yaml_input(void)
 	return true;
 }
 
+#ifdef ETCDFS_K8S_SCHEMA
+/* resource.Quantity's canonical strings, as Quantity.String() gives them. */
+static bool quantities(void)
+{
+	static const struct {
+		const char *in, *out;
+		int ret;
+	} cases[] = {
+		{ "1.5", "1500m", 0 }, { "0.5", "500m", 0 },
+		{ "1000", "1k", 0 }, { "1000m", "1", 0 },
+		{ "100m", "100m", 0 }, { "1024Mi", "1Gi", 0 },
+		{ "1Gi", "1Gi", 0 }, { "512Ki", "512Ki", 0 },
+		{ "100Ki", "100Ki", 0 }, { "1e3", "1e3", 0 },
+		{ "1000e3", "1e6", 0 }, { "12e2", "1200", 0 },
+		{ "0", "0", 0 }, { "0m", "0", 0 }, { "-1.5", "-1500m", 0 },
+		{ "2000000k", "2G", 0 }, { "0.000000001", "1n", 0 },
+		{ "", "", -EINVAL }, { "abc", "", -EINVAL },
+		{ "1K", "", -EINVAL }, { "1.2.3", "", -EINVAL },
+		{ "5x", "", -EINVAL },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct k8s_buf b = { 0 };
+		int ret = k8s_quantity(cases[i].in, strlen(cases[i].in), &b);
+
+		if (ret != cases[i].ret ||
+		    (ret == 0 && strcmp(b.p, cases[i].out)))
+			tap_diag("'%s': %d '%s'", cases[i].in, ret,
+				 b.p ? b.p : "");
+		CHECK(ret == cases[i].ret);
+		CHECK(ret || !strcmp(b.p, cases[i].out));
+		free(b.p);
+	}
+	return true;
+}
+
+static bool quantity_through_the_codec(void)
+{
+	static const char quota[] =
+		"{\"kind\": \"ResourceQuota\", \"apiVersion\": \"v1\", "
+		"\"spec\": {\"hard\": {\"cpu\": \"1.5\", \"pods\": 10}}}";
+	struct k8s_error err;
+	size_t len, tlen;
+	char *text;
+	void *pb;
+	int ret;
+
+	pb = encode(quota, NULL, 0, &len, &ret, &err);
+	CHECK(pb);
+	CHECK(k8s_decode(pb, len, K8S_FORMAT_JSON, &text, &tlen, &err) == 0);
+	CHECK(strstr(text, "\"cpu\": \"1500m\""));
+	CHECK(strstr(text, "\"pods\": \"10\""));
+	free(text);
+	free(pb);
+	CHECK(!encode("{\"kind\": \"ResourceQuota\", \"apiVersion\": \"v1\", "
+		      "\"spec\": {\"hard\": {\"cpu\": \"lots\"}}}", NULL, 0,
+		      &len, &ret, &err));
+	CHECK(ret == -EINVAL);
+	CHECK(strstr(err.message, "spec.hard.cpu: a quantity is needed"));
+	return true;
+}
+#endif
+
 static bool not_built_in(void)
 {
 	struct k8s_error err;
@@ -385,5 +453,9 @@ int main(void)
 	TAP_RUN(hostile_values);
 	TAP_RUN(what_is_an_object);
 	TAP_RUN(yaml_input);
+#ifdef ETCDFS_K8S_SCHEMA
+	TAP_RUN(quantities);
+	TAP_RUN(quantity_through_the_codec);
+#endif
 	return tap_done(0);
 }
