@@ -16,7 +16,7 @@
 
 #include "k8s_codec.h"
 
-static const char magic[4] = { 'k', '8', 's', '\0' };
+static const char magic[4] = {'k', '8', 's', '\0'};
 
 bool k8s_is_object(const void *val, size_t len)
 {
@@ -115,14 +115,14 @@ void k8s_err(struct k8s_error *err, const char *fmt, ...)
 	va_list ap;
 
 	if (!err || err->message[0])
-		return;		/* the first, innermost message stays */
+		return; /* the first, innermost message stays */
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
 }
 
-static int cmp_kind(const char *av, size_t avlen, const char *kind,
-		    size_t klen, const struct k8s_kind *k)
+static int cmp_kind(const char *av, size_t avlen, const char *kind, size_t klen,
+		    const struct k8s_kind *k)
 {
 	size_t l = strlen(k->api_version);
 	int c = memcmp(av, k->api_version, avlen < l ? avlen : l);
@@ -163,59 +163,22 @@ struct envelope {
 	size_t rawlen;
 };
 
-static int rd_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t x = 0;
-	int shift;
-
-	for (shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t b = *(*p)++;
-
-		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = x;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* Length-delimited field @want of @p..@end, the last one; others skipped. */
+/*
+ * Calls @cb on each length-delimited field of the message @p..@end;
+ * others are skipped.  -1 when the wire format is broken.
+ */
 static int rd_message(const uint8_t *p, const uint8_t *end,
 		      int (*cb)(void *, uint64_t, const uint8_t *, size_t),
 		      void *arg)
 {
 	while (p < end) {
-		uint64_t key, v;
+		struct k8s_wire w = {0};
+		uint64_t num;
 
-		if (rd_varint(&p, end, &key) < 0)
+		if (k8s_pb_field(&p, end, &num, &w) < 0)
 			return -1;
-		switch (key & 7) {
-		case 0:
-			if (rd_varint(&p, end, &v) < 0)
-				return -1;
-			break;
-		case 1:
-			if (end - p < 8)
-				return -1;
-			p += 8;
-			break;
-		case 2:
-			if (rd_varint(&p, end, &v) < 0 ||
-			    v > (uint64_t)(end - p))
-				return -1;
-			if (cb(arg, key >> 3, p, v) < 0)
-				return -1;
-			p += v;
-			break;
-		case 5:
-			if (end - p < 4)
-				return -1;
-			p += 4;
-			break;
-		default:
+		if (w.wt == 2 && cb(arg, num, w.p, w.len) < 0)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -269,26 +232,10 @@ static int envelope_read(const void *val, size_t len, struct envelope *e,
 	return 0;
 }
 
-static void put_varint(struct k8s_buf *b, uint64_t v)
-{
-	while (v >= 0x80) {
-		k8s_buf_addc(b, (char)(v | 0x80));
-		v >>= 7;
-	}
-	k8s_buf_addc(b, (char)v);
-}
-
-static void put_bytes(struct k8s_buf *b, int num, const void *p, size_t n)
-{
-	put_varint(b, (uint64_t)num << 3 | 2);
-	put_varint(b, n);
-	k8s_buf_add(b, p, n);
-}
-
 int k8s_decode(const void *val, size_t len, enum k8s_format fmt, char **out,
 	       size_t *out_len, struct k8s_error *err)
 {
-	struct k8s_buf b = { 0 };
+	struct k8s_buf b = {0};
 	struct envelope e;
 	char *av = NULL, *kind = NULL;
 	size_t unknown;
@@ -367,7 +314,7 @@ int k8s_encode(const char *text, size_t len, enum k8s_format fmt,
 	       const void *orig, size_t orig_len, void **out, size_t *out_len,
 	       struct k8s_error *err)
 {
-	struct k8s_buf raw = { 0 }, b = { 0 }, tm = { 0 };
+	struct k8s_buf raw = {0}, b = {0}, tm = {0};
 	const char *av, *kind;
 	json_error_t jerr;
 	json_t *obj;
@@ -380,9 +327,8 @@ int k8s_encode(const char *text, size_t len, enum k8s_format fmt,
 		if (!obj)
 			return err && err->message[0] ? -EINVAL : -ENOMEM;
 	} else {
-		obj = json_loadb(text, len,
-				 JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-				 &jerr);
+		obj = json_loadb(
+		    text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 		if (!obj) {
 			k8s_err(err, "line %d: %s", jerr.line, jerr.text);
 			return -EINVAL;
@@ -409,18 +355,21 @@ int k8s_encode(const char *text, size_t len, enum k8s_format fmt,
 		}
 		if (e.avlen != strlen(av) || memcmp(e.av, av, e.avlen) ||
 		    e.klen != strlen(kind) || memcmp(e.kind, kind, e.klen)) {
-			k8s_err(err, "kind: '%s' of '%s' replaces '%.*s' of "
-				"'%.*s'", kind, av, (int)e.klen, e.kind,
-				(int)e.avlen, e.av);
+			k8s_err(err,
+				"kind: '%s' of '%s' replaces '%.*s' of "
+				"'%.*s'",
+				kind, av, (int)e.klen, e.kind, (int)e.avlen,
+				e.av);
 			ret = -EINVAL;
 			goto out;
 		}
 		o = k8s_pb_decode(mi, e.raw, e.rawlen, "", "", &unknown, err);
 		json_decref(o);
 		if (unknown) {
-			k8s_err(err, "the stored object has %zu field%s this "
-				"build does not know: not replaced", unknown,
-				unknown == 1 ? "" : "s");
+			k8s_err(err,
+				"the stored object has %zu field%s this "
+				"build does not know: not replaced",
+				unknown, unknown == 1 ? "" : "s");
 			ret = -EPROTONOSUPPORT;
 			goto out;
 		}
@@ -431,12 +380,12 @@ int k8s_encode(const char *text, size_t len, enum k8s_format fmt,
 	if (ret < 0)
 		goto out;
 	k8s_buf_add(&b, magic, sizeof(magic));
-	put_bytes(&tm, 1, av, strlen(av));
-	put_bytes(&tm, 2, kind, strlen(kind));
-	put_bytes(&b, 1, tm.p, tm.len);
-	put_bytes(&b, 2, raw.p, raw.len);
-	put_bytes(&b, 3, "", 0);
-	put_bytes(&b, 4, "", 0);
+	k8s_pb_put_len(&tm, 1, av, strlen(av));
+	k8s_pb_put_len(&tm, 2, kind, strlen(kind));
+	k8s_pb_put_len(&b, 1, tm.p, tm.len);
+	k8s_pb_put_len(&b, 2, raw.p, raw.len);
+	k8s_pb_put_len(&b, 3, "", 0);
+	k8s_pb_put_len(&b, 4, "", 0);
 	if (b.err || raw.err || tm.err) {
 		k8s_err(err, "out of memory");
 		ret = -ENOMEM;

@@ -34,8 +34,9 @@ static void put_string(struct k8s_buf *b, const char *s, size_t len)
 		    ((unsigned char)s[i + 2] == 0xa8 ||
 		     (unsigned char)s[i + 2] == 0xa9)) {
 			k8s_buf_add(b, s + start, i - start);
-			k8s_buf_adds(b, (unsigned char)s[i + 2] == 0xa8 ?
-					"\\u2028" : "\\u2029");
+			k8s_buf_adds(b, (unsigned char)s[i + 2] == 0xa8
+					    ? "\\u2028"
+					    : "\\u2029");
 			i += 2;
 			start = i + 1;
 			continue;
@@ -136,8 +137,9 @@ static void put_float_fmt(struct k8s_buf *b, double f, char fmt)
 			for (i = 1; i < n; i++)
 				s[o++] = d[i];
 		}
-		o += (size_t)snprintf(s + o, sizeof(s) - o, "e%c%02d",
-				      exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+		o +=
+		    (size_t)snprintf(s + o, sizeof(s) - o, "e%c%02d",
+				     exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
 		k8s_buf_add(b, s, o);
 		return;
 	}
@@ -168,9 +170,8 @@ static void put_real(struct k8s_buf *b, double f)
 
 	if (a != 0 && (a < 1e-6 || a >= 1e21)) {
 		put_float_fmt(b, f, 'e');
-		if (!b->err && b->len - start >= 4 &&
-		    b->p[b->len - 4] == 'e' && b->p[b->len - 3] == '-' &&
-		    b->p[b->len - 2] == '0') {
+		if (!b->err && b->len - start >= 4 && b->p[b->len - 4] == 'e' &&
+		    b->p[b->len - 3] == '-' && b->p[b->len - 2] == '0') {
 			b->p[b->len - 2] = b->p[b->len - 1];
 			b->len--;
 		}
@@ -203,7 +204,8 @@ static void put_value(struct k8s_buf *b, json_t *v, int depth, bool pretty)
 			return;
 		}
 		k8s_buf_addc(b, '{');
-		json_object_keylen_foreach(v, key, klen, val) {
+		json_object_keylen_foreach(v, key, klen, val)
+		{
 			if (n++)
 				k8s_buf_addc(b, ',');
 			if (pretty)

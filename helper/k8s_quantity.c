@@ -27,12 +27,12 @@ static const struct {
 	const char *s;
 	int exp;
 } dec_suffix[] = {
-	{ "n", -9 }, { "u", -6 }, { "m", -3 }, { "", 0 }, { "k", 3 },
-	{ "M", 6 }, { "G", 9 }, { "T", 12 }, { "P", 15 }, { "E", 18 },
+    {"n", -9}, {"u", -6}, {"m", -3}, {"", 0},	{"k", 3},
+    {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18},
 };
 
-static const char *const bin_suffix[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi",
-					  "Ei" };
+static const char *const bin_suffix[] = {"",   "Ki", "Mi", "Gi",
+					 "Ti", "Pi", "Ei"};
 
 /* quantitySuffixer.interpret(): base 10 or 2, the exponent, the format. */
 static int suffix_interpret(const char *s, size_t len, int *base, int *exp,
@@ -84,8 +84,8 @@ static bool is_digit(char c)
 
 /* parseQuantityString(): sign, numerator, denominator, suffix. */
 static int split(const char *s, size_t len, bool *positive, const char **num,
-		 size_t *nlen, const char **den, size_t *dlen,
-		 const char **suf, size_t *slen)
+		 size_t *nlen, const char **den, size_t *dlen, const char **suf,
+		 size_t *slen)
 {
 	size_t pos = 0, i;
 
@@ -153,8 +153,8 @@ static int canonical(const char *s, size_t len, struct k8s_buf *out)
 		k8s_buf_addc(out, '0');
 		return 0;
 	}
-	if (split(s, len, &positive, &num, &nlen, &den, &dlen, &suf,
-		  &slen) < 0 ||
+	if (split(s, len, &positive, &num, &nlen, &den, &dlen, &suf, &slen) <
+		0 ||
 	    suffix_interpret(suf, slen, &base, &exp, &fmt) < 0)
 		return -EINVAL;
 	if (fmt == Q_BINARY_SI) {
@@ -184,9 +184,10 @@ static int canonical(const char *s, size_t len, struct k8s_buf *out)
 	if (!positive)
 		result = -result;
 	/* the text is kept when Go finds it canonical already */
-	if (fmt == Q_BINARY_SI ? (value & 7) != 0 :
-	    scale % 3 == 0 && shifted[0] != '0' &&
-	    !(nlen >= 3 && !memcmp(shifted + nlen - 3, "000", 3))) {
+	if (fmt == Q_BINARY_SI
+		? (value & 7) != 0
+		: scale % 3 == 0 && shifted[0] != '0' &&
+		      !(nlen >= 3 && !memcmp(shifted + nlen - 3, "000", 3))) {
 		k8s_buf_add(out, s, len);
 		return 0;
 	}

@@ -43,8 +43,7 @@ static int64_t days_from_civil(int64_t y, int m, int d)
 	return era * 146097 + doe - 719468;
 }
 
-void k8s_time_format(struct k8s_buf *b, int64_t sec, int32_t nsec,
-		     bool micro)
+void k8s_time_format(struct k8s_buf *b, int64_t sec, int32_t nsec, bool micro)
 {
 	int64_t days = sec / 86400, rem = sec % 86400, y;
 	int m, d;
@@ -82,8 +81,8 @@ static int digits(const char **p, const char *end, int n, int *v)
 
 int k8s_time_parse(const char *s, size_t len, int64_t *sec, int32_t *nsec)
 {
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
-				     30, 31 };
+	static const int mdays[] = {31, 29, 31, 30, 31, 30,
+				    31, 31, 30, 31, 30, 31};
 	const char *p = s, *end = s + len;
 	int y, mo, d, h, mi, se, oh = 0, om = 0, sign = 0;
 	int32_t ns = 0;
@@ -121,8 +120,7 @@ int k8s_time_parse(const char *s, size_t len, int64_t *sec, int32_t *nsec)
 		return -EINVAL;
 	}
 	if (p != end || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] ||
-	    (mo == 2 && d == 29 &&
-	     (y % 4 || (y % 100 == 0 && y % 400))) ||
+	    (mo == 2 && d == 29 && (y % 4 || (y % 100 == 0 && y % 400))) ||
 	    h > 23 || mi > 59 || se > 59)
 		return -EINVAL;
 	*sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se -
@@ -214,9 +212,14 @@ static const struct {
 	const char *name;
 	uint64_t ns;
 } units[] = {
-	{ "ns", 1 }, { "us", 1000 }, { "\xc2\xb5s", 1000 },
-	{ "\xce\xbcs", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
-	{ "m", 60000000000ULL }, { "h", 3600000000000ULL },
+    {"ns", 1},
+    {"us", 1000},
+    {"\xc2\xb5s", 1000},
+    {"\xce\xbcs", 1000},
+    {"ms", 1000000},
+    {"s", 1000000000},
+    {"m", 60000000000ULL},
+    {"h", 3600000000000ULL},
 };
 
 /* Go's time.ParseDuration. */

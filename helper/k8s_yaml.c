@@ -35,15 +35,21 @@ enum resolved {
 	R_TIMESTAMP,
 };
 
-static const char *const yes[] = { "y", "Y", "yes", "Yes", "YES", "true",
-				   "True", "TRUE", "on", "On", "ON", NULL };
-static const char *const no[] = { "n", "N", "no", "No", "NO", "false",
-				  "False", "FALSE", "off", "Off", "OFF",
-				  NULL };
+/* clang-format off */
+static const char *const yes[] = {
+	"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE",
+	"on", "On", "ON", NULL,
+};
+static const char *const no[] = {
+	"n", "N", "no", "No", "NO", "false", "False", "FALSE",
+	"off", "Off", "OFF", NULL,
+};
 static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
-static const char *const floats[] = { ".nan", ".NaN", ".NAN", ".inf", ".Inf",
-				      ".INF", "+.inf", "+.Inf", "+.INF",
-				      "-.inf", "-.Inf", "-.INF", NULL };
+static const char *const floats[] = {
+	".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF",
+	"+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", NULL,
+};
+/* clang-format on */
 
 static bool in_list(const char *const *l, const char *s)
 {
@@ -58,9 +64,10 @@ static bool all_digits(const char *s, const char *end, int base)
 	if (s == end)
 		return false;
 	for (; s < end; s++) {
-		int d = *s >= '0' && *s <= '9' ? *s - '0' :
-			*s >= 'a' && *s <= 'f' ? *s - 'a' + 10 :
-			*s >= 'A' && *s <= 'F' ? *s - 'A' + 10 : 99;
+		int d = *s >= '0' && *s <= '9'	 ? *s - '0'
+			: *s >= 'a' && *s <= 'f' ? *s - 'a' + 10
+			: *s >= 'A' && *s <= 'F' ? *s - 'A' + 10
+						 : 99;
 
 		if (d >= base)
 			return false;
@@ -137,8 +144,8 @@ static int num(const char **p, int min, int max)
 /* go-yaml v2's parseTimestamp(): its four layouts, dates checked. */
 static bool timestamp_syntax(const char *s)
 {
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31,
-				     30, 31 };
+	static const int mdays[] = {31, 29, 31, 30, 31, 30,
+				    31, 31, 30, 31, 30, 31};
 	const char *p = s;
 	int y, m, d, h, mi, se;
 	char sep;
@@ -281,8 +288,9 @@ static void emit_scalar(struct ywriter *w, const char *s, size_t len,
 {
 	yaml_event_t ev;
 
-	emit(w, &ev, yaml_scalar_event_initialize(&ev, NULL, NULL,
-			(yaml_char_t *)s, (int)len, 1, 1, style));
+	emit(w, &ev,
+	     yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s,
+					  (int)len, 1, 1, style));
 }
 
 static void emit_string(struct ywriter *w, const char *s, size_t len)
@@ -464,11 +472,12 @@ static void write_value(struct ywriter *w, json_t *v)
 			w->failed = true;
 			return;
 		}
-		json_object_keylen_foreach(v, key, klen, val)
-			keys[n++] = (struct ykey){ key, klen, val };
+		json_object_keylen_foreach(v, key, klen, val) keys[n++] =
+		    (struct ykey){key, klen, val};
 		qsort(keys, n, sizeof(*keys), key_cmp);
-		emit(w, &ev, yaml_mapping_start_event_initialize(&ev, NULL,
-				NULL, 1, YAML_BLOCK_MAPPING_STYLE));
+		emit(w, &ev,
+		     yaml_mapping_start_event_initialize(
+			 &ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE));
 		for (i = 0; i < n; i++) {
 			emit_string(w, keys[i].key, keys[i].len);
 			write_value(w, keys[i].val);
@@ -480,8 +489,9 @@ static void write_value(struct ywriter *w, json_t *v)
 	case JSON_ARRAY: {
 		size_t i;
 
-		emit(w, &ev, yaml_sequence_start_event_initialize(&ev, NULL,
-				NULL, 1, YAML_BLOCK_SEQUENCE_STYLE));
+		emit(w, &ev,
+		     yaml_sequence_start_event_initialize(
+			 &ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE));
 		for (i = 0; i < json_array_size(v); i++)
 			write_value(w, json_array_get(v, i));
 		emit(w, &ev, yaml_sequence_end_event_initialize(&ev));
@@ -513,7 +523,7 @@ static void write_value(struct ywriter *w, json_t *v)
 
 int k8s_yaml_write(struct k8s_buf *b, json_t *v)
 {
-	struct ywriter w = { .b = b };
+	struct ywriter w = {.b = b};
 	yaml_event_t ev;
 
 	if (!yaml_emitter_initialize(&w.em))
@@ -522,10 +532,10 @@ int k8s_yaml_write(struct k8s_buf *b, json_t *v)
 	yaml_emitter_set_unicode(&w.em, 1);
 	yaml_emitter_set_width(&w.em, 80);
 	yaml_emitter_set_indent(&w.em, 2);
-	emit(&w, &ev, yaml_stream_start_event_initialize(&ev,
-						YAML_UTF8_ENCODING));
-	emit(&w, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL,
-							   NULL, 1));
+	emit(&w, &ev,
+	     yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
+	emit(&w, &ev,
+	     yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
 	write_value(&w, v);
 	emit(&w, &ev, yaml_document_end_event_initialize(&ev, 1));
 	emit(&w, &ev, yaml_stream_end_event_initialize(&ev));
@@ -590,7 +600,7 @@ static json_t *plain_scalar(const char *s, size_t len)
 	case R_FLOAT:
 		if (strstr(s, "nan") || strstr(s, "NaN") || strstr(s, "NAN") ||
 		    strstr(s, "inf") || strstr(s, "Inf") || strstr(s, "INF"))
-			return json_stringn(s, len);	/* JSON holds none */
+			return json_stringn(s, len); /* JSON holds none */
 		for (i = 0; s[i]; i++)
 			if (s[i] != '_' && n < sizeof(plain) - 1)
 				plain[n++] = s[i];
@@ -624,8 +634,10 @@ static json_t *key_string(const yaml_event_t *ev)
 	case JSON_TRUE:
 	case JSON_FALSE:
 	case JSON_NULL:
-		snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" :
-			 json_is_false(v) ? "false" : "null");
+		snprintf(num, sizeof(num), "%s",
+			 json_is_true(v)    ? "true"
+			 : json_is_false(v) ? "false"
+					    : "null");
 		break;
 	case JSON_INTEGER:
 		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
@@ -687,8 +699,8 @@ static json_t *read_collection(struct yreader *r, yaml_event_t *start,
 			if (!yaml_parser_parse(&r->p, &ev)) {
 				k8s_err(r->err, "line %zu: %s",
 					r->p.problem_mark.line + 1,
-					r->p.problem ? r->p.problem :
-						       "bad YAML");
+					r->p.problem ? r->p.problem
+						     : "bad YAML");
 				json_decref(k);
 				goto bad;
 			}
@@ -700,8 +712,8 @@ static json_t *read_collection(struct yreader *r, yaml_event_t *start,
 			goto bad;
 		}
 		if (map ? json_object_setn_new(c, json_string_value(k),
-					       json_string_length(k), v) :
-			  json_array_append_new(c, v)) {
+					       json_string_length(k), v)
+			: json_array_append_new(c, v)) {
 			json_decref(k);
 			goto bad;
 		}
@@ -728,7 +740,8 @@ static json_t *read_node(struct yreader *r, yaml_event_t *ev, int depth)
 			return read_fail(r, ev, "anchors are not supported");
 		tag = (const char *)ev->data.scalar.tag;
 		if (tag && strcmp(tag, "tag:yaml.org,2002:str"))
-			return read_fail(r, ev, "tags other than !!str are "
+			return read_fail(r, ev,
+					 "tags other than !!str are "
 					 "not supported");
 		if (tag || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
 			s = json_stringn((const char *)ev->data.scalar.value,
@@ -741,13 +754,13 @@ static json_t *read_node(struct yreader *r, yaml_event_t *ev, int depth)
 		return s;
 	case YAML_MAPPING_START_EVENT:
 	case YAML_SEQUENCE_START_EVENT:
-		if ((ev->type == YAML_MAPPING_START_EVENT ?
-		     ev->data.mapping_start.anchor :
-		     ev->data.sequence_start.anchor))
+		if ((ev->type == YAML_MAPPING_START_EVENT
+			 ? ev->data.mapping_start.anchor
+			 : ev->data.sequence_start.anchor))
 			return read_fail(r, ev, "anchors are not supported");
-		if ((ev->type == YAML_MAPPING_START_EVENT ?
-		     ev->data.mapping_start.tag :
-		     ev->data.sequence_start.tag))
+		if ((ev->type == YAML_MAPPING_START_EVENT
+			 ? ev->data.mapping_start.tag
+			 : ev->data.sequence_start.tag))
 			return read_fail(r, ev, "tags are not supported");
 		return read_collection(r, ev, depth);
 	default:
@@ -757,7 +770,7 @@ static json_t *read_node(struct yreader *r, yaml_event_t *ev, int depth)
 
 json_t *k8s_yaml_parse(const char *text, size_t len, struct k8s_error *err)
 {
-	struct yreader r = { .err = err };
+	struct yreader r = {.err = err};
 	json_t *root = NULL;
 	int stage = 0;
 

@@ -41,8 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = k8s_encode(json, jlen, K8S_FORMAT_JSON, NULL, 0, &pb, &len, &err);
 	if (rc)
 		fuzz_fail(__FILE__, __LINE__, err.message);
-	rc = k8s_encode(yaml, ylen, K8S_FORMAT_YAML, NULL, 0, &pb2, &len2,
-			&err);
+	rc =
+	    k8s_encode(yaml, ylen, K8S_FORMAT_YAML, NULL, 0, &pb2, &len2, &err);
 	if (rc)
 		fuzz_fail(__FILE__, __LINE__, err.message);
 	check(len == len2 && memcmp(pb, pb2, len) == 0);

@@ -39,8 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = k8s_decode(pb, len, K8S_FORMAT_JSON, &json, &jlen, &err);
 	if (rc)
 		fuzz_fail(__FILE__, __LINE__, err.message);
-	rc = k8s_encode(json, jlen, K8S_FORMAT_JSON, pb, len, &pb2, &len2,
-			&err);
+	rc =
+	    k8s_encode(json, jlen, K8S_FORMAT_JSON, pb, len, &pb2, &len2, &err);
 	if (rc)
 		fuzz_fail(__FILE__, __LINE__, err.message);
 	check(len == len2 && memcmp(pb, pb2, len) == 0);

@@ -78,10 +78,16 @@ static void show_diff(const char *what, const char *got, size_t glen,
 		if (got[i] == '\n')
 			line++, bol = i + 1;
 	tap_diag("%s: differs at byte %zu, line %zu", what, i, line);
-	tap_diag("  got:  %.*s", (int)strcspn(got + bol, "\n") > 200 ? 200 :
-		 (int)strcspn(got + bol, "\n"), got + bol);
-	tap_diag("  want: %.*s", (int)strcspn(want + bol, "\n") > 200 ? 200 :
-		 (int)strcspn(want + bol, "\n"), want + bol);
+	tap_diag("  got:  %.*s",
+		 (int)strcspn(got + bol, "\n") > 200
+		     ? 200
+		     : (int)strcspn(got + bol, "\n"),
+		 got + bol);
+	tap_diag("  want: %.*s",
+		 (int)strcspn(want + bol, "\n") > 200
+		     ? 200
+		     : (int)strcspn(want + bol, "\n"),
+		 want + bol);
 }
 
 static bool same_text(const char *what, const char *got, size_t glen,
@@ -105,8 +111,8 @@ static bool same_bytes(const char *what, const void *got, size_t glen,
 		return true;
 	for (i = 0; i < glen && i < wlen && g[i] == w[i]; i++)
 		;
-	tap_diag("%s: %zu bytes, want %zu; first difference at byte %zu",
-		 what, glen, wlen, i);
+	tap_diag("%s: %zu bytes, want %zu; first difference at byte %zu", what,
+		 glen, wlen, i);
 	return false;
 }
 
@@ -190,9 +196,9 @@ static char **list_pb(const char *dir, size_t *n)
 
 struct counts {
 	int decode_json, decode_yaml, encode_json, encode_yaml, kinds;
-	int no_kind;		/* envelopes without a kind */
+	int no_kind; /* envelopes without a kind */
 	int older, older_ok;
-	int gone;		/* older kinds this release no longer has */
+	int gone; /* older kinds this release no longer has */
 };
 
 /* Whether the envelope of @pb names no kind ("k8s\0", typeMeta {}). */
@@ -246,27 +252,31 @@ static void head(const char *testdata, struct counts *c)
 			 * never has.  The codec must refuse it, not guess.
 			 */
 			c->no_kind++;
-			tap_ok(refused(pb, pblen), "%s names no kind: refused "
-			       "as not built in", names[i]);
+			tap_ok(refused(pb, pblen),
+			       "%s names no kind: refused "
+			       "as not built in",
+			       names[i]);
 			free(pb), free(json), free(yaml);
 			free(names[i]);
 			continue;
 		}
 		c->kinds++;
-		c->decode_json += tap_ok(decodes_to(names[i], pb, pblen,
-					 K8S_FORMAT_JSON, json, jlen),
-					 "decode %s to JSON", names[i]);
-		c->decode_yaml += tap_ok(decodes_to(names[i], pb, pblen,
-					 K8S_FORMAT_YAML, yaml, ylen),
-					 "decode %s to YAML", names[i]);
-		c->encode_json += tap_ok(encodes_to(names[i], json, jlen,
-					 K8S_FORMAT_JSON, pb, pblen),
-					 "encode %.*s.json", (int)base,
-					 names[i]);
-		c->encode_yaml += tap_ok(encodes_to(names[i], yaml, ylen,
-					 K8S_FORMAT_YAML, pb, pblen),
-					 "encode %.*s.yaml", (int)base,
-					 names[i]);
+		c->decode_json +=
+		    tap_ok(decodes_to(names[i], pb, pblen, K8S_FORMAT_JSON,
+				      json, jlen),
+			   "decode %s to JSON", names[i]);
+		c->decode_yaml +=
+		    tap_ok(decodes_to(names[i], pb, pblen, K8S_FORMAT_YAML,
+				      yaml, ylen),
+			   "decode %s to YAML", names[i]);
+		c->encode_json +=
+		    tap_ok(encodes_to(names[i], json, jlen, K8S_FORMAT_JSON, pb,
+				      pblen),
+			   "encode %.*s.json", (int)base, names[i]);
+		c->encode_yaml +=
+		    tap_ok(encodes_to(names[i], yaml, ylen, K8S_FORMAT_YAML, pb,
+				      pblen),
+			   "encode %.*s.yaml", (int)base, names[i]);
 		free(pb), free(json), free(yaml);
 		free(names[i]);
 	}
@@ -315,14 +325,14 @@ static int older_one(const char *dir, const char *name)
 		free(pb), free(after);
 		return 0;
 	}
-	ret = k8s_encode(text, tlen, K8S_FORMAT_JSON, NULL, 0, &out, &len,
-			 &err);
+	ret =
+	    k8s_encode(text, tlen, K8S_FORMAT_JSON, NULL, 0, &out, &len, &err);
 	if (ret < 0) {
 		tap_diag("%s: encode: %s (%d)", name, err.message, ret);
 		ok = false;
 	} else {
-		ok = after ? same_bytes(name, out, len, after, alen) :
-			     same_bytes(name, out, len, pb, pblen);
+		ok = after ? same_bytes(name, out, len, after, alen)
+			   : same_bytes(name, out, len, pb, pblen);
 		free(out);
 	}
 	ret = k8s_encode(text, tlen, K8S_FORMAT_JSON, pb, pblen, &out, &len,
@@ -334,8 +344,7 @@ static int older_one(const char *dir, const char *name)
 		free(out);
 	} else if (ok && (ret != -EPROTONOSUPPORT || !after)) {
 		/* refused only where Kubernetes drops fields */
-		tap_diag("%s: a save over it: %s (%d)", name, err.message,
-			 ret);
+		tap_diag("%s: a save over it: %s (%d)", name, err.message, ret);
 		ok = false;
 	}
 	free(text), free(pb), free(after);
@@ -376,17 +385,22 @@ static void older(const char *testdata, struct counts *c)
 
 			if (r == -2) {
 				c->no_kind++;
-				tap_ok(1, "%s/%s names no kind: refused as "
-				       "not built in", rel[i], names[j]);
+				tap_ok(1,
+				       "%s/%s names no kind: refused as "
+				       "not built in",
+				       rel[i], names[j]);
 			} else if (r < 0) {
 				c->gone++;
-				tap_ok(1, "%s/%s: a kind this release no "
-				       "longer has, refused", rel[i], names[j]);
+				tap_ok(1,
+				       "%s/%s: a kind this release no "
+				       "longer has, refused",
+				       rel[i], names[j]);
 			} else {
 				c->older++;
-				c->older_ok += tap_ok(r, "%s/%s decodes and "
-						      "re-encodes", rel[i],
-						      names[j]);
+				c->older_ok += tap_ok(r,
+						      "%s/%s decodes and "
+						      "re-encodes",
+						      rel[i], names[j]);
 			}
 			free(names[j]);
 		}
@@ -398,7 +412,7 @@ static void older(const char *testdata, struct counts *c)
 
 int main(int argc, char **argv)
 {
-	struct counts c = { 0 };
+	struct counts c = {0};
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: test-k8s-fixtures TESTDATA\n");
@@ -409,12 +423,14 @@ int main(int argc, char **argv)
 	head(argv[1], &c);
 	older(argv[1], &c);
 	tap_diag("k8s.io/api %s: %d kinds; envelopes naming no kind, "
-		 "refused: %d", k8s_schema_version(), c.kinds, c.no_kind);
-	tap_diag("decode json %d/%d, decode yaml %d/%d", c.decode_json,
-		 c.kinds, c.decode_yaml, c.kinds);
-	tap_diag("encode json %d/%d, encode yaml %d/%d", c.encode_json,
-		 c.kinds, c.encode_yaml, c.kinds);
+		 "refused: %d",
+		 k8s_schema_version(), c.kinds, c.no_kind);
+	tap_diag("decode json %d/%d, decode yaml %d/%d", c.decode_json, c.kinds,
+		 c.decode_yaml, c.kinds);
+	tap_diag("encode json %d/%d, encode yaml %d/%d", c.encode_json, c.kinds,
+		 c.encode_yaml, c.kinds);
 	tap_diag("older releases %d/%d, and %d of kinds this release no "
-		 "longer has (refused)", c.older_ok, c.older, c.gone);
+		 "longer has (refused)",
+		 c.older_ok, c.older, c.gone);
 	return tap_done(0);
 }

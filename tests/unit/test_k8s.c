@@ -22,50 +22,50 @@
 #endif
 
 static const char configmap[] =
-	"{\n"
-	"  \"kind\": \"ConfigMap\",\n"
-	"  \"apiVersion\": \"v1\",\n"
-	"  \"metadata\": {\n"
-	"    \"name\": \"web\",\n"
-	"    \"namespace\": \"shop\",\n"
-	"    \"uid\": \"1f2e\",\n"
-	"    \"resourceVersion\": \"42\",\n"
-	"    \"creationTimestamp\": \"2024-05-06T07:08:09Z\",\n"
-	"    \"labels\": {\n"
-	"      \"app\": \"web\",\n"
-	"      \"tier\": \"front\"\n"
-	"    }\n"
-	"  },\n"
-	"  \"data\": {\n"
-	"    \"a.html\": \"\\u003cb\\u003e\\u0026\\u003c/b\\u003e\",\n"
-	"    \"yes\": \"yes\",\n"
-	"    \"z.conf\": \"x = 1\\ny = 2\\n\"\n"
-	"  },\n"
-	"  \"binaryData\": {\n"
-	"    \"bin\": \"AAEC\"\n"
-	"  }\n"
-	"}\n";
+    "{\n"
+    "  \"kind\": \"ConfigMap\",\n"
+    "  \"apiVersion\": \"v1\",\n"
+    "  \"metadata\": {\n"
+    "    \"name\": \"web\",\n"
+    "    \"namespace\": \"shop\",\n"
+    "    \"uid\": \"1f2e\",\n"
+    "    \"resourceVersion\": \"42\",\n"
+    "    \"creationTimestamp\": \"2024-05-06T07:08:09Z\",\n"
+    "    \"labels\": {\n"
+    "      \"app\": \"web\",\n"
+    "      \"tier\": \"front\"\n"
+    "    }\n"
+    "  },\n"
+    "  \"data\": {\n"
+    "    \"a.html\": \"\\u003cb\\u003e\\u0026\\u003c/b\\u003e\",\n"
+    "    \"yes\": \"yes\",\n"
+    "    \"z.conf\": \"x = 1\\ny = 2\\n\"\n"
+    "  },\n"
+    "  \"binaryData\": {\n"
+    "    \"bin\": \"AAEC\"\n"
+    "  }\n"
+    "}\n";
 
 static const char configmap_yaml[] =
-	"apiVersion: v1\n"
-	"binaryData:\n"
-	"  bin: AAEC\n"
-	"data:\n"
-	"  a.html: <b>&</b>\n"
-	"  \"yes\": \"yes\"\n"
-	"  z.conf: |\n"
-	"    x = 1\n"
-	"    y = 2\n"
-	"kind: ConfigMap\n"
-	"metadata:\n"
-	"  creationTimestamp: \"2024-05-06T07:08:09Z\"\n"
-	"  labels:\n"
-	"    app: web\n"
-	"    tier: front\n"
-	"  name: web\n"
-	"  namespace: shop\n"
-	"  resourceVersion: \"42\"\n"
-	"  uid: 1f2e\n";
+    "apiVersion: v1\n"
+    "binaryData:\n"
+    "  bin: AAEC\n"
+    "data:\n"
+    "  a.html: <b>&</b>\n"
+    "  \"yes\": \"yes\"\n"
+    "  z.conf: |\n"
+    "    x = 1\n"
+    "    y = 2\n"
+    "kind: ConfigMap\n"
+    "metadata:\n"
+    "  creationTimestamp: \"2024-05-06T07:08:09Z\"\n"
+    "  labels:\n"
+    "    app: web\n"
+    "    tier: front\n"
+    "  name: web\n"
+    "  namespace: shop\n"
+    "  resourceVersion: \"42\"\n"
+    "  uid: 1f2e\n";
 
 /* Encodes @text (JSON) into a new value; NULL on error. */
 static void *encode(const char *text, const void *orig, size_t orig_len,
@@ -121,8 +121,7 @@ static bool yaml_round_trip(void)
 }
 
 /* @edit replaces @from with @to in the ConfigMap; the save must fail. */
-static bool refused(const char *from, const char *to, int want,
-		    const char *msg)
+static bool refused(const char *from, const char *to, int want, const char *msg)
 {
 	struct k8s_error err;
 	char text[4096];
@@ -168,7 +167,7 @@ static bool errors_name_the_field(void)
 static bool kind_change_refused(void)
 {
 	static const char secret[] =
-		"{\"kind\": \"Secret\", \"apiVersion\": \"v1\"}";
+	    "{\"kind\": \"Secret\", \"apiVersion\": \"v1\"}";
 	struct k8s_error err;
 	size_t len, slen;
 	void *pb, *out;
@@ -205,7 +204,7 @@ static bool unknown_fields_kept_from_loss(void)
 	 */
 	newer = malloc(len + 8);
 	CHECK(newer);
-	for (i = 4; i < len && pb[i] != 0x12; ) {
+	for (i = 4; i < len && pb[i] != 0x12;) {
 		/* skip typeMeta (0a LEN ...) */
 		i += 2 + pb[i + 1];
 	}
@@ -228,10 +227,10 @@ static bool unknown_fields_kept_from_loss(void)
 			rawlen >>= 7;
 		}
 		newer[o++] = (unsigned char)rawlen;
-		rawlen = len - 4 - (at + vlen);	/* raw, without 1a 00 22 00 */
+		rawlen = len - 4 - (at + vlen); /* raw, without 1a 00 22 00 */
 		memcpy(newer + o, pb + at + vlen, rawlen);
 		o += rawlen;
-		newer[o++] = 0x98;	/* field 99, varint */
+		newer[o++] = 0x98; /* field 99, varint */
 		newer[o++] = 0x06;
 		newer[o++] = 0x01;
 		memcpy(newer + o, "\x1a\x00\x22\x00", 4);
@@ -239,8 +238,7 @@ static bool unknown_fields_kept_from_loss(void)
 		len = o;
 	}
 	/* it still reads, without the field */
-	CHECK(k8s_decode(newer, len, K8S_FORMAT_JSON, &text, &tlen, &err) ==
-	      0);
+	CHECK(k8s_decode(newer, len, K8S_FORMAT_JSON, &text, &tlen, &err) == 0);
 	CHECK(!strcmp(text, configmap));
 	/* but a save over it does not drop the field */
 	ret = k8s_encode(text, tlen, K8S_FORMAT_JSON, newer, len, &out, &tlen,
@@ -324,15 +322,14 @@ static bool what_is_an_object(void)
 static bool yaml_input(void)
 {
 	static const char text[] =
-		"kind: ConfigMap\n"
-		"apiVersion: v1\n"
-		"metadata: {name: web, labels: {num: 0x1F, n: x}}\n"
-		"data:\n"
-		"  on: yes\n"
-		"immutable: true\n";
-	static const char anchors[] =
-		"kind: ConfigMap\napiVersion: v1\n"
-		"data: &a {x: y}\nbinaryData: *a\n";
+	    "kind: ConfigMap\n"
+	    "apiVersion: v1\n"
+	    "metadata: {name: web, labels: {num: 0x1F, n: x}}\n"
+	    "data:\n"
+	    "  on: yes\n"
+	    "immutable: true\n";
+	static const char anchors[] = "kind: ConfigMap\napiVersion: v1\n"
+				      "data: &a {x: y}\nbinaryData: *a\n";
 	struct k8s_error err;
 	size_t len, tlen;
 	char *out;
@@ -366,22 +363,33 @@ static bool quantities(void)
 		const char *in, *out;
 		int ret;
 	} cases[] = {
-		{ "1.5", "1500m", 0 }, { "0.5", "500m", 0 },
-		{ "1000", "1k", 0 }, { "1000m", "1", 0 },
-		{ "100m", "100m", 0 }, { "1024Mi", "1Gi", 0 },
-		{ "1Gi", "1Gi", 0 }, { "512Ki", "512Ki", 0 },
-		{ "100Ki", "100Ki", 0 }, { "1e3", "1e3", 0 },
-		{ "1000e3", "1e6", 0 }, { "12e2", "1200", 0 },
-		{ "0", "0", 0 }, { "0m", "0", 0 }, { "-1.5", "-1500m", 0 },
-		{ "2000000k", "2G", 0 }, { "0.000000001", "1n", 0 },
-		{ "", "", -EINVAL }, { "abc", "", -EINVAL },
-		{ "1K", "", -EINVAL }, { "1.2.3", "", -EINVAL },
-		{ "5x", "", -EINVAL },
+	    {"1.5", "1500m", 0},
+	    {"0.5", "500m", 0},
+	    {"1000", "1k", 0},
+	    {"1000m", "1", 0},
+	    {"100m", "100m", 0},
+	    {"1024Mi", "1Gi", 0},
+	    {"1Gi", "1Gi", 0},
+	    {"512Ki", "512Ki", 0},
+	    {"100Ki", "100Ki", 0},
+	    {"1e3", "1e3", 0},
+	    {"1000e3", "1e6", 0},
+	    {"12e2", "1200", 0},
+	    {"0", "0", 0},
+	    {"0m", "0", 0},
+	    {"-1.5", "-1500m", 0},
+	    {"2000000k", "2G", 0},
+	    {"0.000000001", "1n", 0},
+	    {"", "", -EINVAL},
+	    {"abc", "", -EINVAL},
+	    {"1K", "", -EINVAL},
+	    {"1.2.3", "", -EINVAL},
+	    {"5x", "", -EINVAL},
 	};
 	size_t i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct k8s_buf b = { 0 };
+		struct k8s_buf b = {0};
 		int ret = k8s_quantity(cases[i].in, strlen(cases[i].in), &b);
 
 		if (ret != cases[i].ret ||
@@ -398,8 +406,8 @@ static bool quantities(void)
 static bool quantity_through_the_codec(void)
 {
 	static const char quota[] =
-		"{\"kind\": \"ResourceQuota\", \"apiVersion\": \"v1\", "
-		"\"spec\": {\"hard\": {\"cpu\": \"1.5\", \"pods\": 10}}}";
+	    "{\"kind\": \"ResourceQuota\", \"apiVersion\": \"v1\", "
+	    "\"spec\": {\"hard\": {\"cpu\": \"1.5\", \"pods\": 10}}}";
 	struct k8s_error err;
 	size_t len, tlen;
 	char *text;
@@ -414,8 +422,8 @@ static bool quantity_through_the_codec(void)
 	free(text);
 	free(pb);
 	CHECK(!encode("{\"kind\": \"ResourceQuota\", \"apiVersion\": \"v1\", "
-		      "\"spec\": {\"hard\": {\"cpu\": \"lots\"}}}", NULL, 0,
-		      &len, &ret, &err));
+		      "\"spec\": {\"hard\": {\"cpu\": \"lots\"}}}",
+		      NULL, 0, &len, &ret, &err));
 	CHECK(ret == -EINVAL);
 	CHECK(strstr(err.message, "spec.hard.cpu: a quantity is needed"));
 	return true;
@@ -432,8 +440,8 @@ static bool not_built_in(void)
 	CHECK(k8s_decode("k8s\0", 4, K8S_FORMAT_JSON, &text, &len, &err) ==
 	      -ENOTSUP);
 	CHECK(strstr(err.message, "not built in"));
-	CHECK(k8s_encode("{}", 2, K8S_FORMAT_JSON, NULL, 0, &pb, &len,
-			 &err) == -ENOTSUP);
+	CHECK(k8s_encode("{}", 2, K8S_FORMAT_JSON, NULL, 0, &pb, &len, &err) ==
+	      -ENOTSUP);
 	CHECK(k8s_is_object("k8s\0", 4));
 	return true;
 }
