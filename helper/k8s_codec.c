@@ -113,12 +113,17 @@ void k8s_buf_adds(struct k8s_buf *b, const char *s)
 void k8s_err(struct k8s_error *err, const char *fmt, ...)
 {
 	va_list ap;
+	char *p;
 
 	if (!err || err->message[0])
 		return; /* the first, innermost message stays */
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
+	/* one line: names and keys quoted from a value may hold anything */
+	for (p = err->message; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 }
 
 static int cmp_kind(const char *av, size_t avlen, const char *kind, size_t klen,
