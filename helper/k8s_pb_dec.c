@@ -489,6 +489,12 @@ static json_t *dec_map(struct dec *d, const struct k8s_field *f,
 				(*d->unknown)++;
 			}
 		}
+		if (kw.len && memchr(kw.p, '\0', kw.len)) {
+			/* no text can name it: JSON's and YAML's readers refuse */
+			k8s_err(d->err, "'%s': a map key with a NUL byte",
+				f->json);
+			goto bad;
+		}
 		k = dec_string(kw.p, kw.len);
 		if (f->type == K8S_T_BYTES && !have_v)
 			v = json_string("");
