@@ -6,9 +6,9 @@
  * 0, -EBADMSG (not a valid object) or -ENOENT (a kind not built in), with
  * a message of one line on error, never read past the input (ASan sees to
  * that), and on success give text of exactly its length.  What decodes is
- * text the codec takes back: its JSON and its YAML encode, both to the
- * same value, which decodes to the same JSON again.  It cannot find
- * out-of-memory paths.
+ * text the codec takes back: its JSON and its YAML each encode to a value
+ * that decodes to the same text again.  It cannot find out-of-memory
+ * paths.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,9 +45,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    k8s_encode(yaml, ylen, K8S_FORMAT_YAML, NULL, 0, &pb2, &len2, &err);
 	if (rc)
 		fuzz_fail(__FILE__, __LINE__, err.message);
-	check(len == len2 && memcmp(pb, pb2, len) == 0);
+	/*
+	 * Each view is a fixed point of a save.  The two values may differ:
+	 * embedded JSON (a RawExtension) keeps its keys' order through JSON
+	 * and has them sorted through YAML, as with sigs.k8s.io/yaml.
+	 */
 	check(k8s_decode(pb, len, K8S_FORMAT_JSON, &again, &alen, &err) == 0);
 	check(alen == jlen && memcmp(again, json, jlen) == 0);
+	free(again);
+	check(k8s_decode(pb2, len2, K8S_FORMAT_YAML, &again, &alen, &err) ==
+	      0);
+	check(alen == ylen && memcmp(again, yaml, ylen) == 0);
 	free(again);
 	free(pb2);
 	free(pb);
