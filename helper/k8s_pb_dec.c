@@ -398,7 +398,9 @@ bad:
 static json_t *dec_elem(struct dec *d, const struct k8s_field *f,
 			const struct k8s_wire *w, int depth)
 {
-	const uint8_t *p = w ? w->p : NULL;
+	static const uint8_t none[1];
+	/* an absent field reads as an empty one: never arithmetic on NULL */
+	const uint8_t *p = w && w->p ? w->p : none;
 	size_t len = w ? w->len : 0;
 
 	switch (f->type) {

@@ -274,8 +274,10 @@ static int enc_elem(struct enc *e, const struct k8s_field *f, uint32_t num,
 			return 0;
 		if (!json_is_string(v) ||
 		    base64_decode(json_string_value(v), json_string_length(v),
-				  &m) < 0)
+				  &m) < 0) {
+			free(m.p);
 			return enc_fail(e, "base64 is needed");
+		}
 		k8s_pb_put_len(out, num, m.p, m.len);
 		break;
 	case K8S_T_MESSAGE:
