@@ -166,6 +166,7 @@ struct envelope {
 	size_t avlen, klen;
 	const uint8_t *raw;
 	size_t rawlen;
+	size_t encoding_len;	/* contentEncoding's: the raw bytes' */
 };
 
 /*
@@ -212,6 +213,8 @@ static int unknown_cb(void *arg, uint64_t num, const uint8_t *p, size_t n)
 		e->raw = p;
 		e->rawlen = n;
 	}
+	if (num == 3)
+		e->encoding_len = n;
 	return 0;
 }
 
@@ -228,6 +231,11 @@ static int envelope_read(const void *val, size_t len, struct envelope *e,
 	}
 	if (rd_message(p + 4, p + len, unknown_cb, e) < 0) {
 		k8s_err(err, "a broken runtime.Unknown envelope");
+		return -EBADMSG;
+	}
+	if (e->encoding_len) {
+		/* the API server writes none: raw is the object's protobuf */
+		k8s_err(err, "a content encoding in the envelope");
 		return -EBADMSG;
 	}
 	if (memchr(e->av, '\0', e->avlen) || memchr(e->kind, '\0', e->klen)) {

@@ -316,6 +316,12 @@ static bool what_is_an_object(void)
 	CHECK(k8s_decode("k8s\0\x0a\x0b\x0a\x02v1\x12\x05Thing\x12\x00", 19,
 			 K8S_FORMAT_JSON, &text, &tlen, &err) == -ENOENT);
 	CHECK(strstr(err.message, "'Thing' of 'v1' is not built in"));
+	/* raw bytes in a content encoding (gzip) are no protobuf to walk */
+	CHECK(k8s_decode("k8s\0\x0a\x0f\x0a\x02v1\x12\x09"
+			 "ConfigMap\x12\x00"
+			 "\x1a\x04gzip\x22\x00",
+			 31, K8S_FORMAT_JSON, &text, &tlen, &err) == -EBADMSG);
+	CHECK(strstr(err.message, "content encoding"));
 	return true;
 }
 
