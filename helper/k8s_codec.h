@@ -13,15 +13,20 @@
  *
  * What it cannot do: custom resources (JSON in etcd already) and encrypted
  * values ("k8s:enc:..."): k8s_is_object() says no and they stay as they
- * are.  A resource.Quantity goes through as the string it holds, not made
- * canonical.  Embedded JSON (RawExtension, FieldsV1) is written compact and
- * its numbers as Go's encoding/json writes a float64 or an int64, not as
- * the text had them.
+ * are.  A value whose envelope names no kind (a WatchEvent's) or a kind
+ * the release does not have, and one whose raw bytes have a content
+ * encoding, are not decoded.  A resource.Quantity is made canonical as Go
+ * does where it fits Go's int64 arithmetic (18 digits, nothing finer than
+ * a nano), else goes through as written.  Embedded JSON (RawExtension,
+ * FieldsV1) is saved compact, its numbers as Go's encoding/json writes an
+ * int64 or a float64, not as the text had them.  A map key with a NUL
+ * byte, which no text can hold, makes a value not decodable.
  *
  * Fields on the wire that the schema does not know (an object written by
  * a newer API server) are left out of the text; k8s_encode() given such a
  * value as @orig refuses to replace it (-EPROTONOSUPPORT), so that a save
- * never drops them.
+ * never drops them.  A caller that saves text over a stored value
+ * therefore passes, as @orig, the value the text was decoded from.
  *
  * All functions are thread-safe (the tables are constant).
  */
