@@ -6,12 +6,14 @@
  * fraction, a decimal exponent that is a multiple of 3 with its SI suffix
  * (or e<n>), a binary suffix only for exact multiples of 1024, and the
  * text as given when it was canonical already.  This is
- * resource.ParseQuantity() and Quantity.String() for the values that fit
- * Go's int64 fast path: at most 18 digits, nothing finer than a nano.
+ * resource.ParseQuantity() and Quantity.String().
  *
- * What it cannot do: Go's arbitrary-precision path (more digits, or
- * fractions finer than 10^-9, which Go rounds up): such a quantity is
- * valid and goes through as written (k8s_quantity() answers 1).
+ * Go's arbitrary-precision path (more than 18 digits, a fraction of a
+ * binary suffix, fractions finer than 10^-9, which Go rounds up) is done
+ * in 128 bits.
+ *
+ * What it cannot do: a quantity past 128 bits (some 38 digits) is valid
+ * and goes through as written (k8s_quantity() answers 1).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -137,6 +139,129 @@ static void put_i64(struct k8s_buf *b, int64_t v)
 	k8s_buf_adds(b, s);
 }
 
+typedef unsigned __int128 u128;
+
+#define U128_MAX (~(u128)0)
+
+static void put_u128(struct k8s_buf *b, u128 v, bool neg)
+{
+	char s[48];
+	int i = sizeof(s);
+
+	s[--i] = '\0';
+	do {
+		s[--i] = (char)('0' + (int)(v % 10));
+		v /= 10;
+	} while (v);
+	if (neg)
+		s[--i] = '-';
+	k8s_buf_adds(b, s + i);
+}
+
+static bool mul_u128(u128 *v, u128 by)
+{
+	if (by && *v > U128_MAX / by)
+		return false;
+	*v *= by;
+	return true;
+}
+
+static u128 pow10_u128(int n)
+{
+	u128 v = 1;
+
+	while (n-- > 0)
+		v *= 10;
+	return v;
+}
+
+/*
+ * Go's arbitrary-precision path (inf.Dec) in 128 bits: the value is
+ * @digits x 10^-@scale (binary suffixes multiplied in), rounded up to a
+ * nano, capped at 2^63 - 1, then written as Quantity.String() does.
+ * 0, or 1 when it does not fit 128 bits (nothing written).
+ */
+static int slow(bool positive, const char *digits, size_t n, int scale,
+		int bin_exp, enum q_format fmt, struct k8s_buf *out)
+{
+	const u128 max = ((u128)1 << 63) - 1;
+	u128 m = 0, unit;
+	size_t i;
+	int times;
+
+	for (i = 0; i < n; i++) {
+		u128 d = (u128)(digits[i] - '0');
+
+		if (!mul_u128(&m, 10) || m > U128_MAX - d)
+			return 1;
+		m += d;
+	}
+	if (bin_exp && !mul_u128(&m, (u128)1 << bin_exp))
+		return 1;
+	if (scale < 0) {
+		if (scale < -38 || !mul_u128(&m, pow10_u128(-scale)))
+			return 1;
+		scale = 0;
+	}
+	if (scale > 9) {
+		/* finer than a nano: Go rounds up (away from zero) */
+		u128 d;
+
+		if (scale > 38)
+			return 1;
+		d = pow10_u128(scale - 9);
+		m = m / d + (m % d != 0);
+		scale = 9;
+	}
+	unit = pow10_u128(scale);
+	if (m / unit > max || (m / unit == max && m % unit)) {
+		m = max;
+		scale = 0;
+		unit = 1;
+	}
+	if (m == 0) {
+		k8s_buf_addc(out, '0');
+		return 0;
+	}
+	if (fmt == Q_BINARY_SI && (m < unit || m < 1024 * unit ||
+				   m % unit != 0))
+		fmt = Q_DECIMAL_SI;
+	if (fmt == Q_BINARY_SI) {
+		m /= unit;
+		for (times = 0; m % 1024 == 0 && times < 6; times++)
+			m /= 1024;
+		put_u128(out, m, !positive);
+		k8s_buf_adds(out, bin_suffix[times]);
+		return 0;
+	}
+	/* AsCanonicalBytes: factors of 10 out, the exponent a multiple of 3 */
+	times = -scale;
+	while (m >= 10 && m % 10 == 0) {
+		m /= 10;
+		times++;
+	}
+	while (((times % 3) + 3) % 3) {
+		if (!mul_u128(&m, 10))
+			return 1;
+		times--;
+	}
+	put_u128(out, m, !positive);
+	if (fmt == Q_DECIMAL_SI) {
+		for (i = 0; i < sizeof(dec_suffix) / sizeof(dec_suffix[0]);
+		     i++) {
+			if (dec_suffix[i].exp == times) {
+				k8s_buf_adds(out, dec_suffix[i].s);
+				return 0;
+			}
+		}
+	}
+	if (times != 0) {
+		k8s_buf_addc(out, 'e');
+		put_i64(out, times);
+	}
+	return 0;
+}
+
 /* 0, -EINVAL, or 1 (written nothing): past the int64 fast path. */
 static int canonical(const char *s, size_t len, struct k8s_buf *out)
 {
@@ -146,7 +271,7 @@ static int canonical(const char *s, size_t len, struct k8s_buf *out)
 	enum q_format fmt;
 	int base, exp, scale, precision;
 	int64_t mantissa = 1, value = 0, result, amount;
-	char shifted[20];
+	char shifted[64];
 	int times;
 
 	if (len == 1 && s[0] == '0') {
@@ -157,10 +282,15 @@ static int canonical(const char *s, size_t len, struct k8s_buf *out)
 		0 ||
 	    suffix_interpret(suf, slen, &base, &exp, &fmt) < 0)
 		return -EINVAL;
+	if (nlen + dlen > 60)
+		return 1;
+	memcpy(shifted, num, nlen);
+	memcpy(shifted + nlen, den, dlen);
 	if (fmt == Q_BINARY_SI) {
 		scale = 0;
 		if (dlen)
-			return 1;
+			return slow(positive, shifted, nlen + dlen, (int)dlen,
+				    exp, fmt, out);
 		mantissa = INT64_C(1) << exp;
 		precision = 15 - (int)nlen - (int)((float)exp * 3 / 10) - 1;
 	} else {
@@ -168,19 +298,19 @@ static int canonical(const char *s, size_t len, struct k8s_buf *out)
 		precision = 18 - (int)(nlen + dlen);
 	}
 	(void)base;
-	if (precision < 0)
-		return 1;
+	if (precision < 0 || scale - (int)dlen < -9)
+		return slow(positive, shifted, nlen + dlen,
+			    fmt == Q_BINARY_SI ? (int)dlen :
+						 (int)dlen - scale,
+			    fmt == Q_BINARY_SI ? exp : 0, fmt, out);
 	scale -= (int)dlen;
-	if (scale < -9)
-		return 1;
 	/* "shifted": the numerator's and the denominator's digits */
-	memcpy(shifted, num, nlen);
-	memcpy(shifted + nlen, den, dlen);
 	nlen += dlen;
 	for (i = 0; i < nlen; i++)
 		value = value * 10 + (shifted[i] - '0');
 	if (!mul_ok(value, mantissa, &result))
-		return 1;
+		return slow(positive, shifted, nlen, -scale,
+			    fmt == Q_BINARY_SI ? exp : 0, fmt, out);
 	if (!positive)
 		result = -result;
 	/* the text is kept when Go finds it canonical already */
