@@ -37,13 +37,14 @@
 
 #include "codec.h"
 #include "fs_i.h"
+#include "k8s_codec.h"
 
 bool codec_key(struct fs *fs, const char *key, size_t key_len)
 {
 	const char *p = fs->cfg.codec_prefix ? fs->cfg.codec_prefix : "";
 	size_t plen = strlen(p);
 
-	return fs->cfg.codec && key && key_len >= plen &&
+	return (fs->cfg.codec || fs->cfg.k8s) && key && key_len >= plen &&
 	       (!plen || memcmp(key, p, plen) == 0);
 }
 
@@ -98,6 +99,100 @@ static void why_failed(const struct codec_result *r, int ret, char *buf,
 }
 
 /*
+ * -o k8s: the view of @raw (@len bytes) by the codec built in, as
+ * codec_run() gives a program's: 0 with it in @r->out, -ENODATA for a
+ * value that is no protobuf object (JSON, encrypted: shown as it is),
+ * else the codec's error with its message in @why.
+ */
+static int k8s_view(struct fs *fs, const char *raw, size_t len,
+		    struct codec_result *r, char *why, size_t why_size)
+{
+	struct k8s_error err;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (!k8s_is_object(raw, len))
+		return -ENODATA;
+	ret = k8s_decode(raw, len,
+			 fs->cfg.k8s_yaml ? K8S_FORMAT_YAML : K8S_FORMAT_JSON,
+			 &r->out.data, &r->out.len, &err);
+	if (ret == 0 && r->out.len > CODEC_VIEW_MAX) {
+		snprintf(why, why_size, "its text is over %u bytes",
+			 CODEC_VIEW_MAX);
+		return -EFBIG;
+	}
+	if (ret)
+		snprintf(why, why_size, "%s", err.message);
+	else
+		r->out.cap = r->out.len + 1;
+	return ret;
+}
+
+/*
+ * -o k8s: what to store for @text, a save of @key read at revision
+ * @base.  The value it replaces (etcd's now: if it is no longer the one
+ * at @base, the save's compare-and-swap fails anyway) says how: no
+ * protobuf object, or one shown raw, takes the text as it is; an object
+ * takes its encoding, which keeps its kind and refuses to drop fields
+ * this build does not know.  A new key is encoded where the text is an
+ * object of a kind built in, else stored as it is.
+ */
+static int k8s_save(struct fs *fs, const char *key, size_t key_len,
+		    int64_t base, const char *text, size_t len, char **out,
+		    size_t *out_len, char *why, size_t why_size)
+{
+	enum k8s_format fmt = fs->cfg.k8s_yaml ? K8S_FORMAT_YAML :
+						 K8S_FORMAT_JSON;
+	struct store_kv kv = { 0 };
+	struct store_error serr;
+	struct k8s_error err;
+	char *view = NULL;
+	size_t view_len;
+	void *enc;
+	size_t enc_len;
+	bool as_is = false, have = false;
+	int ret;
+
+	if (base > 0) {
+		ret = store_get(fs->store, key, key_len,
+				fs->cfg.quorum ? STORE_READ_QUORUM : 0, &kv,
+				&serr);
+		if (ret && ret != STORE_ENOTFOUND)
+			return fs_errno(ret);
+		have = ret == 0;
+	}
+	if (have && (!k8s_is_object(kv.value, kv.value_len) ||
+		     k8s_decode(kv.value, kv.value_len, fmt, &view, &view_len,
+				&err) != 0))
+		as_is = true;	/* its view was the raw value */
+	free(view);
+	if (!as_is) {
+		ret = k8s_encode(text, len, fmt, have ? kv.value : NULL,
+				 have ? kv.value_len : 0, &enc, &enc_len, &err);
+		if (ret == 0) {
+			*out = enc;
+			*out_len = enc_len;
+		} else if (have) {
+			snprintf(why, why_size, "%s", err.message);
+			store_kv_release(&kv);
+			return ret == -EPROTONOSUPPORT ? ret : -EINVAL;
+		} else {
+			as_is = true;
+		}
+	}
+	store_kv_release(&kv);
+	if (as_is) {
+		*out = malloc(len + 1);
+		if (!*out)
+			return -ENOMEM;
+		memcpy(*out, text, len);
+		(*out)[len] = '\0';
+		*out_len = len;
+	}
+	return 0;
+}
+
+/*
  * Makes @h's copy (of revision h->base) the view: the node's if it has
  * it, else the program's, kept with the value if the node still has that
  * revision.  @h->lock held (a truncation by path may look for the
@@ -145,8 +240,12 @@ static int view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 	if (!key)
 		return -ENOMEM;
 
-	ret = codec_run(fs->cfg.codec, "decode", h->buf, h->len,
-			fs->cfg.request_timeout_ms, CODEC_VIEW_MAX, &r);
+	if (fs->cfg.k8s)
+		ret = k8s_view(fs, h->buf, h->len, &r, why, sizeof(why));
+	else
+		ret = codec_run(fs->cfg.codec, "decode", h->buf, h->len,
+				fs->cfg.request_timeout_ms, CODEC_VIEW_MAX,
+				&r);
 	len = ret ? 0 : r.out.len;
 	nv = malloc(sizeof(*nv) + len + 1);
 	if (!nv) {
@@ -173,13 +272,15 @@ static int view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 		h->buf = buf;
 		h->len = len;
 		h->cap = len + 1;
-	} else {
+	} else if (!fs->cfg.k8s) {
 		why_failed(&r, ret, why, sizeof(why));
 	}
 	codec_result_release(&r);
 
 	pthread_mutex_lock(&fs->lock);
-	if (ret && node_rare(n) && !n->rare->codec_logged) {
+	/* -o k8s: a value that is no protobuf object is no failure */
+	if (ret && ret != -ENODATA && node_rare(n) &&
+	    !n->rare->codec_logged) {
 		n->rare->codec_logged = true;
 		log_it = true;
 	}
@@ -189,7 +290,7 @@ static int view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 	 */
 	if (n->value && !n->removed && !n->local &&
 	    n->mod_revision == nv->rev &&
-	    (!ret || ret == -ECHILD || ret == -EFBIG)) {
+	    (!ret || ret == -ECHILD || ret == -EFBIG || fs->cfg.k8s)) {
 		/* stat shows the view's size from now on */
 		inval = !nv->raw && nv->len != n->size && n->nlookup;
 		node_set_view(&fs->tree, n, nv);
@@ -197,7 +298,10 @@ static int view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 		free(nv);
 	}
 	pthread_mutex_unlock(&fs->lock);
-	if (log_it)
+	if (log_it && fs->cfg.k8s)
+		fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' shown raw: %s\n", key,
+			 why);
+	else if (log_it)
 		fuse_log(FUSE_LOG_WARNING, "etcdfs: '%s' shown raw: '%s decode' "
 			 "failed (%s)\n", key, fs->cfg.codec, why);
 	free(key);
@@ -217,12 +321,26 @@ int codec_view_open(struct fs *fs, struct handle *h, fuse_ino_t ino)
 }
 
 int codec_encode(struct fs *fs, const char *key, size_t key_len,
-		 const char *text, size_t len, char **out, size_t *out_len)
+		 int64_t base, const char *text, size_t len, char **out,
+		 size_t *out_len)
 {
 	char why[CODEC_STDERR_MAX + 128], *k;
 	size_t max = store_max_value_size(fs->store);
 	struct codec_result r;
 	int ret;
+
+	if (fs->cfg.k8s) {
+		why[0] = '\0';
+		ret = k8s_save(fs, key, key_len, base, text, len, out, out_len,
+			       why, sizeof(why));
+		if (ret == -EINVAL || ret == -EPROTONOSUPPORT) {
+			k = key_dup(key, key_len);
+			fuse_log(FUSE_LOG_ERR, "etcdfs: '%s' not saved: %s\n",
+				 k ? k : "?", why);
+			free(k);
+		}
+		return ret;
+	}
 
 	ret = codec_run(fs->cfg.codec, "encode", text, len,
 			fs->cfg.request_timeout_ms, max, &r);

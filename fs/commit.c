@@ -220,7 +220,7 @@ int fs_commit_value(struct fs *fs, struct node *n, const char *key,
 	if (!codec_key(fs, key, key_len))
 		return commit_raw(fs, n, key, key_len, base, data, len, pid,
 				  own, rev, begun);
-	ret = codec_encode(fs, key, key_len, data, len, &raw, &raw_len);
+	ret = codec_encode(fs, key, key_len, base, data, len, &raw, &raw_len);
 	if (ret) {
 		if (begun) {
 			pthread_mutex_lock(&fs->lock);

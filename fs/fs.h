@@ -50,6 +50,9 @@ struct fs_config {
 	const char *codec;	/* -o codec=: an absolute path, or NULL */
 	const char *codec_prefix;	/* the keys it applies to, relative
 					 * to the mount's prefix; NULL: all */
+	bool k8s;		/* -o k8s: Kubernetes' objects as text, by
+				 * helper/k8s_codec.h, not by a program */
+	bool k8s_yaml;		/* -o k8s=yaml: as YAML, not JSON */
 };
 
 #define FS_MAX_TXN_OPS 128

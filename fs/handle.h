@@ -157,16 +157,18 @@ int fs_dirmove(struct fs *fs, struct node *dir, struct node *ndir,
 int dirmove_wait(struct fs *fs, struct node *dir);
 
 /*
- * codec.c: -o codec=.  codec_key: does the codec apply to @key?
- * codec_view_open: @h's copy becomes the view of its revision (an open,
- * before its reply; no lock held).  codec_encode: what to store for @text
- * (*@out owned), or -EINVAL (logged).  codec_fill_attr: the view's size,
- * once known (fs->lock held).
+ * codec.c: -o codec= and -o k8s.  codec_key: does the codec apply to
+ * @key?  codec_view_open: @h's copy becomes the view of its revision (an
+ * open, before its reply; no lock held).  codec_encode: what to store for
+ * @text read at revision @base (*@out owned), or -EINVAL (logged; -o k8s:
+ * also -EPROTONOSUPPORT, the stored object has fields this build does not
+ * know).  codec_fill_attr: the view's size, once known (fs->lock held).
  */
 bool codec_key(struct fs *fs, const char *key, size_t key_len);
 int codec_view_open(struct fs *fs, struct handle *h, fuse_ino_t ino);
 int codec_encode(struct fs *fs, const char *key, size_t key_len,
-		 const char *text, size_t len, char **out, size_t *out_len);
+		 int64_t base, const char *text, size_t len, char **out,
+		 size_t *out_len);
 void codec_fill_attr(const struct node *n, struct stat *st);
 
 #endif /* ETCDFS_HANDLE_H */

@@ -1,8 +1,9 @@
 /*
- * codec_opts.c - -o codec=PROG and -o codec_prefix=P, checked before the
- * mount: the program is found now (a name in PATH, or a path made
- * absolute), so that a mistake is seen on the terminal and the daemon,
- * which runs in / once in the background, runs what was meant
+ * codec_opts.c - -o codec=PROG, -o k8s[=yaml] and -o codec_prefix=P,
+ * checked before the mount: the program is found now (a name in PATH, or
+ * a path made absolute), so that a mistake is seen on the terminal and
+ * the daemon, which runs in / once in the background, runs what was
+ * meant; k8s needs a build with Kubernetes' types
  *
  * What it cannot do: check that the program speaks `decode` and `encode`
  * (it is first run when a file is opened).
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "k8s_codec.h"
 #include "opts_i.h"
 
 static bool runnable(const char *path)
@@ -93,12 +95,46 @@ static int decide_prefix(struct opts *o)
 	return -1;
 }
 
+/* -o k8s and k8s=json|yaml: the codec built in (helper/k8s_codec.h). */
+static int decide_k8s(struct opts *o)
+{
+	if (o->k8s_opt) {
+		if (strcmp(o->k8s_opt, "json") && strcmp(o->k8s_opt, "yaml")) {
+			opts_bad_value("k8s", OPTS_FROM_OPTION, o->k8s_opt,
+				       "json or yaml");
+			return -1;
+		}
+		o->fs.k8s = true;
+		o->fs.k8s_yaml = !strcmp(o->k8s_opt, "yaml");
+	}
+	if (!o->fs.k8s)
+		return 0;
+	if (o->codec_opt) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: 'k8s' and 'codec=' exclude "
+			 "each other\n");
+		return -1;
+	}
+	if (!k8s_built_in()) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: 'k8s': this etcdfs was built "
+			 "without Kubernetes' types (meson -Dk8s_api)\n");
+		return -1;
+	}
+	return 0;
+}
+
 int opts_decide_codec(struct opts *o)
 {
-	if (o->codec_prefix_opt && !o->codec_opt) {
-		fuse_log(FUSE_LOG_ERR, "etcdfs: 'codec_prefix=' needs "
-			 "'codec=PROG'\n");
+	if (decide_k8s(o) != 0)
 		return -1;
+	if (o->codec_prefix_opt && !o->codec_opt && !o->fs.k8s) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: 'codec_prefix=' needs "
+			 "'codec=PROG' or 'k8s'\n");
+		return -1;
+	}
+	if (o->fs.k8s) {
+		if (o->codec_prefix_opt && decide_prefix(o) != 0)
+			return -1;
+		return 0;
 	}
 	if (!o->codec_opt)
 		return 0;

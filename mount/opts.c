@@ -116,6 +116,13 @@ const struct opts_row opts_rows[] = {
 		  "`PROG encode` makes of the edited text (EINVAL\n"
 		  "where it fails), as etcd-io/auger; PROG is a\n"
 		  "path or a name in PATH, without arguments" },
+	{ FLAG("k8s", fs.k8s, true), .usage = "k8s[=yaml]",
+	  .help = "show Kubernetes' protobuf objects as the JSON\n"
+		  "(k8s=yaml: the YAML) Kubernetes writes, and\n"
+		  "save edited text as protobuf again (EINVAL\n"
+		  "where it is no valid object); other values as\n"
+		  "they are" },
+	{ TEXT("k8s=", k8s_opt) },
 	{ TEXT("codec_prefix=", codec_prefix_opt),
 	  .usage = "codec_prefix=PREFIX",
 	  .help = "apply codec= to the keys that start with\n"

@@ -43,6 +43,7 @@ struct opts {
 	const char *max_txn_ops_opt;	/* max_txn_ops=N */
 	const char *codec_opt;		/* codec=PROG */
 	const char *codec_prefix_opt;	/* codec_prefix=P */
+	const char *k8s_opt;		/* k8s=json|yaml */
 	bool refresh_on;		/* refresh_endpoints */
 	const char *logfile;		/* absolute */
 	bool has_fsname;		/* the user named the mount: keep it */

@@ -137,7 +137,7 @@ load ../lib/cmdline
 		-o "endpoints=$ETCD_ENDPOINT,codec=" "$MNT"
 	expect_failure "^etcdfs: bad value for 'codec': '$codec decode': a program's path or name, without arguments$" \
 		-o "endpoints=$ETCD_ENDPOINT,codec=$codec decode" "$MNT"
-	expect_failure "^etcdfs: 'codec_prefix=' needs 'codec=PROG'$" \
+	expect_failure "^etcdfs: 'codec_prefix=' needs 'codec=PROG' or 'k8s'$" \
 		-o "endpoints=$ETCD_ENDPOINT,codec_prefix=/registry/" "$MNT"
 	expect_failure "^etcdfs: bad value for 'codec_prefix': '/other/': no key of the mount's prefix '/registry/' starts with it$" \
 		-o "endpoints=$ETCD_ENDPOINT,prefix=/registry,codec=$codec,codec_prefix=/other/" "$MNT"
