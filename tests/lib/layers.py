@@ -36,6 +36,11 @@ MAX_FUNC = 120
 LAYERS = {
     'helper': [
         ['errors', 'kv', 'thread'],
+        # the Kubernetes codec, which knows no store
+        ['k8s_buf'],
+        ['k8s_pb', 'k8s_time', 'k8s_quantity', 'k8s_json'],
+        ['k8s_pb_dec', 'k8s_pb_enc', 'k8s_yaml'],
+        ['k8s_codec'],
         ['transport_xfer'],
         ['transport'],
         ['grpc_frame', 'etcd3_pb', 'etcd3_pb_req'],
