@@ -94,9 +94,6 @@ class Cluster:
     def suffix(self, n):
         return ''.join(self.rng.choice(ALNUM) for _ in range(n))
 
-    def hexhash(self):
-        return '%x' % self.rng.getrandbits(36)
-
     def add(self, key, obj):
         self.objects.append((key, obj))
         return obj
@@ -338,7 +335,7 @@ class Cluster:
                      'lastTransitionTime': self.time(),
                      'reason': 'MinimumReplicasAvailable',
                      'message': 'Deployment has minimum availability.'}]}})
-        pth = self.hexhash()[:10]
+        pth = self.suffix(10)
         rs_name = '%s-%s' % (app, pth)
         rs_labels = {'app': app, 'pod-template-hash': pth}
         rs_tmpl = {'metadata': {'creationTimestamp': None,
@@ -499,7 +496,9 @@ class Cluster:
                 'config.yaml': 'replicas: 3\ncache: redis:6379\n'})
             self.secret(ns, 'db-credentials', {
                 'username': b'app', 'password': self.suffix(16).encode()})
-            for app in self.rng.sample(WORDS, 4):
+            # shop's are fixed, for the demo's examples (tests/demo.sh)
+            for app in (['web', 'cart', 'orders', 'search'] if ns == 'shop'
+                        else self.rng.sample(WORDS, 4)):
                 d, rs = self.deployment(ns, app, nodes)
                 self.event(ns, d, 'ScalingReplicaSet',
                            'Scaled up replica set %s from 0 to %d' % (
