@@ -23,7 +23,9 @@
  * What it cannot do: custom resources and encrypted values (stored as
  * they are: decode says they are not objects, and the filesystem then
  * shows them raw), or check a save against the value it replaces (encode
- * is given no such value).
+ * is given no such value).  So that a save never drops what the text
+ * cannot hold, decode refuses an object with fields the schema does not
+ * know (one a newer API server wrote).
  *
  * Exit status: 0, 1 on a bad input (one line on stderr), 2 on a usage
  * error, 3 when the codec is not built in.
@@ -154,6 +156,27 @@ static int read_record(FILE *f, unsigned long nr, char **buf, size_t *len)
 	return 1;
 }
 
+/*
+ * Whether the object @val decoded into @text holds fields this build does
+ * not know (an API server newer than the schema wrote it): the text
+ * leaves them out, and `encode` is given no stored value to keep them
+ * from (etcdfs's codec= convention passes none), so such an object is not
+ * decoded at all, and the filesystem shows it raw.  Any other failure of
+ * the check is not this one, and the text stands.
+ */
+static bool drops_fields(const char *text, size_t len, enum k8s_format fmt,
+			 const void *val, size_t val_len)
+{
+	void *again = NULL;
+	size_t again_len;
+	int ret;
+
+	ret = k8s_encode(text, len, fmt, val, val_len, &again, &again_len,
+			 NULL);
+	free(again);
+	return ret == -EPROTONOSUPPORT;
+}
+
 /* Runs @verb on @in; 0, or the exit status with a message. */
 static int convert(enum verb verb, enum k8s_format fmt, const char *in,
 		   size_t in_len, char **out, size_t *out_len,
@@ -169,6 +192,15 @@ static int convert(enum verb verb, enum k8s_format fmt, const char *in,
 			return 1;
 		}
 		ret = k8s_decode(in, in_len, fmt, out, out_len, &err);
+		if (ret == 0 && drops_fields(*out, *out_len, fmt, in, in_len)) {
+			free(*out);
+			*out = NULL;
+			fprintf(stderr, "%s: %sthe object holds fields that "
+				"k8s.io/api %s does not know: not decoded, so "
+				"that no save drops them\n", prog, where,
+				k8s_schema_version());
+			return 1;
+		}
 	} else {
 		ret = k8s_encode(in, in_len, fmt, NULL, 0, (void **)out,
 				 out_len, &err);
