@@ -18,9 +18,10 @@
 # one key: tests/demo/config/app/replicas is the key /config/app/replicas),
 # and a Kubernetes /registry of a few hundred objects made by
 # tests/lib/k8s_registry.py and stored as protobuf, as the API server
-# stores them, mounted with -o codec=etcdfs-k8s,codec_prefix=/registry/ so
-# that each reads as JSON (ETCDFS_K8S_FORMAT=yaml in the environment: as
-# YAML) and a save stores protobuf again.  Where the codec is not built in
+# stores them (with tools/etcdfs-k8s), mounted with
+# -o k8s,codec_prefix=/registry/ so that each reads as JSON
+# (ETCDFS_K8S_FORMAT=yaml in the environment: -o k8s=yaml, as YAML) and a
+# save stores protobuf again.  Where the codec is not built in
 # (the fetch failed), it says so and loads the small JSON /registry of
 # tests/demo/registry instead, with no codec.
 #
@@ -183,7 +184,9 @@ if [[ -n $k8s ]]; then
 		--endpoint "$endpoint" || die "cannot load the /registry"
 	pod=$(python3 "$here/lib/k8s_registry.py" --list 2>/dev/null |
 		grep -m 1 '^/registry/pods/shop/web-')
-	codec_opts=",codec=$k8s,codec_prefix=/registry/"
+	codec_opts=",k8s,codec_prefix=/registry/"
+	[[ ${ETCDFS_K8S_FORMAT:-} == yaml ]] &&
+		codec_opts=",k8s=yaml,codec_prefix=/registry/"
 fi
 
 # In the background so that this script keeps the signals: a background
