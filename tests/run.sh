@@ -257,7 +257,8 @@ etcd35_ready()
 etcd35_pass()
 {
 	if [[ ! -f $base/build.ninja ]]; then
-		build_pass main "$base" -Dwerror=true || return
+		build_pass main "$base" -Dwerror=true "${k8s_args[@]}" ||
+			return
 	fi
 	etcd35_ready etcd35 || return
 	only=etcd35
@@ -286,13 +287,25 @@ if [[ -x /usr/bin/python3 && $py != /usr/bin/python3 ]]; then
 		say "python3: Debian's, $base-bin/python3, before '$py'"
 fi
 
+# Kubernetes' Go types for the k8s codec (tests/lib/fetch-k8s-api.sh:
+# Debian 13's, fetched once into tests/.cache): every build of the tier
+# has the codec and its tests.  Without them that is one failure, and the
+# builds go on without the codec.
+k8s_args=()
+if k8s_api=$(bash tests/lib/fetch-k8s-api.sh); then
+	k8s_args=(-Dk8s_api="$k8s_api")
+	say "k8s codec: Kubernetes' types from $k8s_api"
+else
+	fail_case "k8s: tests/lib/fetch-k8s-api.sh gives no Kubernetes' types"
+fi
+
 for pass in $passes; do
 	case $pass in
 	main)
 		# without a 3.5 the tier's etcd 3.5 runs are left out (quick
 		# has none)
 		[[ $tier == quick ]] || etcd35_ready main || exclude=etcd35
-		build_pass main "$base" -Dwerror=true &&
+		build_pass main "$base" -Dwerror=true "${k8s_args[@]}" &&
 			test_pass main "$base" "$main_suites" ""
 		exclude=
 		;;
@@ -300,7 +313,7 @@ for pass in $passes; do
 		# halt at the first report so that it fails the test
 		export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=0:print_summary=1}
 		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:print_summary=1}
-		build_pass asan "$base-asan" -Dwerror=true \
+		build_pass asan "$base-asan" -Dwerror=true "${k8s_args[@]}" \
 			-Db_sanitize=address,undefined -Db_lundef=false &&
 			TEST_TIMEOUT_MULTIPLIER=3 test_pass asan \
 				"$base-asan" "$asan_suites" "$asan_names" \
@@ -313,7 +326,7 @@ for pass in $passes; do
 			continue
 		fi
 		CC=clang build_pass fuzz "$base-fuzz" -Dwerror=true \
-			-Dfuzzers=true &&
+			"${k8s_args[@]}" -Dfuzzers=true &&
 			test_pass fuzz "$base-fuzz" "fuzz" ""
 		;;
 	etcd35)
