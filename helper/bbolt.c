@@ -22,7 +22,7 @@
 
 struct bbolt {
 	int fd;			/* borrowed */
-	uint64_t len;		/* bytes of the file that are the database */
+	uint64_t len;		/* the bytes that are the database */
 	uint32_t page_size;
 	uint64_t high_water;	/* pages in use, from the meta */
 	uint64_t txid;
@@ -124,8 +124,9 @@ static int bb_page_check(const struct bb_page *pg, struct store_error *err)
 	if (BBOLT_PAGE_HEADER + (size_t)pg->count * BBOLT_ELEM_SIZE > pg->len)
 		return store_fail(err, STORE_EBADREPLY, NULL, 0, 0,
 				  "bbolt: page %llu: %u elements do not fit "
-				  "in its %zu bytes", (unsigned long long)pg->id,
-				  pg->count, pg->len);
+				  "in its %zu bytes",
+				  (unsigned long long)pg->id, pg->count,
+				  pg->len);
 	return 0;
 }
 
@@ -622,7 +623,7 @@ int bbolt_open(int fd, uint64_t len, struct bbolt **out,
 				goto fail;
 			if (ok[1] && le32(m[1] + 8) != ps)
 				ok[1] = false;
-			/* say why of the usual size, or of one with the magic */
+			/* why of the usual size, or of one with the magic */
 			if (!ok[1] && (ps == 4096 || (le32(m[1]) ==
 						      BBOLT_MAGIC && !magic))) {
 				memcpy(why[1], w, sizeof(w));

@@ -32,15 +32,15 @@
 #define BBOLT_VERSION		2
 #define BBOLT_PAGE_HEADER	16
 #define BBOLT_META_SIZE		64
-#define BBOLT_ELEM_SIZE		16	/* a branch or a leaf element */
-#define BBOLT_BUCKET_HEADER	16	/* a bucket value: {root, sequence} */
+#define BBOLT_ELEM_SIZE		16	/* a branch or leaf element */
+#define BBOLT_BUCKET_HEADER	16	/* a bucket value's {root, seq} */
 
 #define BBOLT_PAGE_BRANCH	0x01
 #define BBOLT_PAGE_LEAF		0x02
 #define BBOLT_PAGE_META		0x04
 #define BBOLT_PAGE_FREELIST	0x10
 
-#define BBOLT_LEAF_BUCKET	0x01	/* a leaf element's flag: a bucket */
+#define BBOLT_LEAF_BUCKET	0x01	/* a leaf element: a bucket */
 
 /* How deep a tree may be: far past any real file, and a stop for loops. */
 #define BBOLT_MAX_DEPTH		64
