@@ -51,7 +51,7 @@ struct snapshot {
 	char *name;			/* owned: the path, for messages */
 	struct bbolt *db;
 	struct bbolt_bucket keys;	/* bucket "key" */
-	struct snap_rev *revs;		/* owned, sorted by key, main, sub */
+	struct snap_rev *revs;		/* owned; by key, main, sub */
 	size_t n_revs, cap_revs;
 	struct snap_lease *leases;	/* owned, sorted by id */
 	size_t n_leases, cap_leases;
@@ -98,8 +98,7 @@ static int snap_hash(struct snapshot *s, uint64_t len, bool skip,
 	if (pread(s->fd, want, sizeof(want), (off_t)len) !=
 	    (ssize_t)sizeof(want))
 		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				  "'%s': cannot read its sha256 trailer",
-				  s->name);
+				  "cannot read its sha256 trailer");
 	buf = malloc(1 << 20);
 	ctx = EVP_MD_CTX_new();
 	if (!buf || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
@@ -115,8 +114,8 @@ static int snap_hash(struct snapshot *s, uint64_t len, bool skip,
 			continue;
 		if (r <= 0) {
 			rc = store_fail(err, STORE_EINVAL, NULL, 0, 0,
-					"'%s': cannot read offset %llu to "
-					"hash it", s->name,
+					"cannot read offset %llu to "
+					"hash it",
 					(unsigned long long)off);
 			goto out;
 		}
@@ -131,9 +130,9 @@ static int snap_hash(struct snapshot *s, uint64_t len, bool skip,
 			snprintf(gh + 2 * i, 3, "%02x", got[i]);
 		}
 		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				"'%s': sha256 mismatch: its trailer says %s, "
+				"sha256 mismatch: its trailer says %s, "
 				"its %llu bytes hash to %s (skip_hash_check "
-				"opens it anyway)", s->name, wh,
+				"opens it anyway)", wh,
 				(unsigned long long)len, gh);
 		goto out;
 	}
@@ -170,8 +169,8 @@ static int snap_meta(struct snapshot *s, const struct bbolt_bucket *root,
 	rc = bbolt_bucket(s->db, root, "meta", 4, &meta, err);
 	if (rc == STORE_ENOTFOUND)
 		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				  "'%s': a bbolt file without etcd's bucket "
-				  "'meta': not an etcd database", s->name);
+				  "a bbolt file without etcd's bucket "
+				  "'meta': not an etcd database");
 	if (rc < 0)
 		return rc;
 	for (i = 0; i < 2; i++) {
@@ -187,8 +186,8 @@ static int snap_meta(struct snapshot *s, const struct bbolt_bucket *root,
 		free(v);
 		if (rev < 0) {
 			rc = store_fail(err, STORE_EINVAL, NULL, 0, 0,
-					"'%s': meta '%s' is not a revision "
-					"(%zu bytes)", s->name,
+					"meta '%s' is not a revision "
+					"(%zu bytes)",
 					compact_keys[i], len);
 			goto out;
 		}
@@ -313,8 +312,8 @@ static int snap_leases(struct snapshot *s, const struct bbolt_bucket *root,
 	bbolt_bucket_release(&b);
 	if (rc == 1)
 		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				"'%s': bucket 'lease' holds an entry that is "
-				"no lease (after %zu good ones)", s->name,
+				"bucket 'lease' holds an entry that is "
+				"no lease (after %zu good ones)",
 				s->n_leases);
 	else if (rc == STORE_EINTERNAL)
 		rc = store_enomem(err, NULL, 0);
@@ -429,15 +428,15 @@ static int snap_keys(struct snapshot *s, const struct bbolt_bucket *root,
 	rc = bbolt_bucket(s->db, root, "key", 3, &s->keys, err);
 	if (rc == STORE_ENOTFOUND)
 		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				  "'%s': a bbolt file without etcd's bucket "
-				  "'key': not an etcd database", s->name);
+				  "a bbolt file without etcd's bucket "
+				  "'key': not an etcd database");
 	if (rc < 0)
 		return rc;
 	rc = bbolt_foreach(s->db, &s->keys, snap_key_one, &w, err);
 	if (rc == 1)
 		return store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				  "'%s': bucket 'key', entry %zu: %s",
-				  s->name, s->n_revs, w.why);
+				  "bucket 'key', entry %zu: %s",
+				  s->n_revs, w.why);
 	if (rc == STORE_EINTERNAL)
 		return store_enomem(err, NULL, 0);
 	if (rc < 0)
@@ -454,6 +453,7 @@ int snapshot_open_fd(int fd, const char *name, bool skip_hash_check,
 		     struct snapshot **out, struct store_error *err)
 {
 	struct bbolt_bucket root;
+	struct bbolt_info binfo;
 	struct snapshot *s;
 	struct stat st;
 	uint64_t len;
@@ -471,10 +471,11 @@ int snapshot_open_fd(int fd, const char *name, bool skip_hash_check,
 	s->fd = fd;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		rc = store_fail(err, STORE_EINVAL, NULL, 0, 0,
-				"'%s' is not a regular file", name);
+				"the snapshot is not a regular file");
 		goto fail;
 	}
 	len = (uint64_t)st.st_size;
+	s->info.size = len;
 	if (len % 512 == SNAPSHOT_HASH_SIZE) {
 		len -= SNAPSHOT_HASH_SIZE;
 		rc = snap_hash(s, len, skip_hash_check, err);
@@ -483,7 +484,9 @@ int snapshot_open_fd(int fd, const char *name, bool skip_hash_check,
 	}
 	rc = bbolt_open(fd, len, &s->db, err);
 	if (rc < 0)
-		goto fail_named;
+		goto fail_damaged;
+	bbolt_get_info(s->db, &binfo);
+	s->info.in_use = binfo.high_water * binfo.page_size;
 	bbolt_root(s->db, &root);
 	rc = snap_meta(s, &root, err);
 	if (rc == 0)
@@ -491,7 +494,7 @@ int snapshot_open_fd(int fd, const char *name, bool skip_hash_check,
 	if (rc == 0)
 		rc = snap_keys(s, &root, err);
 	if (rc < 0)
-		goto fail_named;
+		goto fail_damaged;
 	if (s->info.compact_revision > s->info.revision)
 		s->info.revision = s->info.compact_revision;
 	if (s->info.revision == 0)
@@ -501,13 +504,11 @@ int snapshot_open_fd(int fd, const char *name, bool skip_hash_check,
 	*out = s;
 	return 0;
 
-fail_named:
-	/* name the file in a bbolt message that does not */
+fail_damaged:
+	/* a damaged file, whatever bbolt.c calls it */
 	if (rc != STORE_EINTERNAL)
 		rc = STORE_EINVAL;
-	if (err && strncmp(err->msg, "bbolt:", 6) == 0)
-		store_fail(err, rc, NULL, 0, 0, "'%s': %s", name, err->msg);
-	else if (err)
+	if (err)
 		err->code = rc;
 fail:
 	snapshot_free(s);

@@ -41,6 +41,8 @@ struct snapshot_info {
 	uint64_t consistent_index;
 	size_t revisions;		/* entries of bucket "key" */
 	size_t leases;
+	uint64_t size;			/* of the file */
+	uint64_t in_use;		/* the pages bbolt uses, in bytes */
 	bool hashed;			/* it had a sha256 trailer */
 	bool hash_checked;		/* ... and it was checked */
 };

@@ -8,6 +8,8 @@
  * STORE_ENOTSUP ("read-only"): a snapshot is a backup, and the file is
  * never opened for writing.
  *
+ * store_status gives the file's size as the database's (df's used).
+ *
  * What it cannot do: watch (a snapshot does not change), list members,
  * grant or revoke leases, tell a lease's remaining time (its granted TTL
  * is what the file keeps).
@@ -64,6 +66,20 @@ static int snap_revision(struct store *s, int64_t *rev,
 	(void)err;
 	snapshot_get_info(snap_of(s), &info);
 	*rev = info.revision;
+	return 0;
+}
+
+/* df: the file's size, and the part of it bbolt uses. */
+static int snap_status(struct store *s, struct store_status *out,
+		       struct store_error *err)
+{
+	struct snapshot_info info;
+
+	(void)err;
+	snapshot_get_info(snap_of(s), &info);
+	out->db_size = (int64_t)info.size;
+	out->db_size_in_use = (int64_t)info.in_use;
+	out->nospace = false;
 	return 0;
 }
 
@@ -183,6 +199,7 @@ const struct store_backend store_snapshot_backend = {
 	.init = snap_init,
 	.release = snap_release,
 	.revision = snap_revision,
+	.status = snap_status,
 	.get = snap_get,
 	.range = snap_range,
 	.cas = snap_cas,

@@ -235,8 +235,10 @@ static bool test_reads(void)
 {
 	struct store_error err = { 0 };
 	struct store_version *v = NULL;
+	struct store_status status;
 	struct store_kv kv = { 0 };
 	struct store *s;
+	struct stat st;
 	int64_t ttl = 0;
 	size_t n = 0;
 	bool more;
@@ -244,6 +246,12 @@ static bool test_reads(void)
 	CHECK(snap_file);
 	s = snap_open(snap_file, 0, 0, false, &err);
 	CHECK(s);
+	/* df's numbers: the file, and the pages bbolt uses in it */
+	CHECK_RC(store_status(s, &status, &err), STORE_OK);
+	CHECK(stat(snap_file, &st) == 0);
+	CHECK(status.db_size == st.st_size && !status.nospace);
+	CHECK(status.db_size_in_use > 0 &&
+	      status.db_size_in_use == st.st_size - 32);
 	CHECK_RC(store_get(s, bin_key, sizeof(bin_key) - 1, 0, &kv, &err),
 		 STORE_OK);
 	CHECK(util_mem_is(kv.value, kv.value_len, bin_val,

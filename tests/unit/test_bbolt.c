@@ -174,7 +174,8 @@ static void build(void)
 			{ 0, S("n"), S("N"), 0 },
 		};
 
-		page(img + 6 * PS, 6, false, e, 2, 1);	/* spans 6 and 7 */
+		/* spans pages 6 and 7 */
+		page(img + 6 * PS, 6, false, e, 2, 1);
 	}
 }
 
