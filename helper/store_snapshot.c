@@ -63,7 +63,6 @@ static int snap_revision(struct store *s, int64_t *rev,
 {
 	struct snapshot_info info;
 
-	(void)err;
 	snapshot_get_info(snap_of(s), &info);
 	*rev = info.revision;
 	return 0;
@@ -75,7 +74,6 @@ static int snap_status(struct store *s, struct store_status *out,
 {
 	struct snapshot_info info;
 
-	(void)err;
 	snapshot_get_info(snap_of(s), &info);
 	out->db_size = (int64_t)info.size;
 	out->db_size_in_use = (int64_t)info.in_use;
@@ -119,8 +117,6 @@ static int snap_cas(struct store *s, const char *key, size_t key_len,
 		    int64_t lease, int64_t *rev, struct store_kv *cur,
 		    struct store_error *err)
 {
-	(void)expect, (void)value, (void)value_len, (void)lease, (void)rev;
-	(void)cur;
 	return snap_readonly(s, key, key_len, err);
 }
 
@@ -129,7 +125,6 @@ static int snap_del(struct store *s, const char *key, size_t key_len,
 		    struct store_kv *prev, int64_t *rev,
 		    struct store_error *err)
 {
-	(void)expect_mod, (void)expect_create, (void)prev, (void)rev;
 	return snap_readonly(s, key, key_len, err);
 }
 
@@ -140,8 +135,6 @@ static int snap_move(struct store *s, const char *from, size_t from_len,
 		     const char *value, size_t value_len, int64_t *rev,
 		     struct store_error *err)
 {
-	(void)pre_from, (void)to, (void)to_len, (void)pre_to, (void)value;
-	(void)value_len, (void)rev;
 	return snap_readonly(s, from, from_len, err);
 }
 
@@ -149,21 +142,18 @@ static int snap_move_keys(struct store *s, const struct store_move_key *keys,
 			  size_t n, const struct store_move_guard *guard,
 			  int64_t *rev, struct store_error *err)
 {
-	(void)keys, (void)n, (void)guard, (void)rev;
 	return snap_readonly(s, NULL, 0, err);
 }
 
 static int snap_lease_grant(struct store *s, int64_t ttl, int64_t *id,
 			    struct store_error *err)
 {
-	(void)ttl, (void)id;
 	return snap_readonly(s, NULL, 0, err);
 }
 
 static int snap_lease_revoke(struct store *s, int64_t id,
 			     struct store_error *err)
 {
-	(void)id;
 	return snap_readonly(s, NULL, 0, err);
 }
 
@@ -181,7 +171,6 @@ static const char *snap_endpoint(struct store *s)
 static int snap_set_endpoints(struct store *s, const char *const *endpoints,
 			      size_t n, struct store_error *err)
 {
-	(void)endpoints, (void)n;
 	return store_fail(err, STORE_ENOTSUP, NULL, 0, 0,
 			  "the snapshot '%s' has no endpoints",
 			  s->cfg.snapshot);
@@ -189,7 +178,6 @@ static int snap_set_endpoints(struct store *s, const char *const *endpoints,
 
 static uint64_t snap_unreachable_count(struct store *s)
 {
-	(void)s;
 	return 0;
 }
 

@@ -45,7 +45,6 @@ static int name_fn(void *arg, const uint8_t *key, size_t key_len,
 {
 	struct walk *w = arg;
 
-	(void)val, (void)val_len;
 	if (!(flags & BBOLT_LEAF_BUCKET) ||
 	    w->len + key_len + 2 > sizeof(w->names))
 		return 1;
@@ -63,7 +62,6 @@ static int rev_fn(void *arg, const uint8_t *key, size_t key_len,
 {
 	struct walk *w = arg;
 
-	(void)val, (void)val_len;
 	if (flags || key_len != 17 || key[8] != '_' || w->n == w->cap)
 		return 1;
 	if (w->n && memcmp(w->last, key, 17) >= 0)
