@@ -188,6 +188,7 @@ static int store_copy_config(struct store *s, const struct store_config *cfg)
 	const char **fields[] = {
 		&s->cfg.endpoints, &s->cfg.prefix, &s->cfg.cacert,
 		&s->cfg.cert, &s->cfg.key, &s->cfg.user, &s->cfg.password,
+		&s->cfg.snapshot,
 	};
 	size_t i, n, total = 1;
 	char *q;
@@ -201,6 +202,8 @@ static int store_copy_config(struct store *s, const struct store_config *cfg)
 		s->cfg.key = NULL;
 	if (s->cfg.user && !s->cfg.user[0])
 		s->cfg.user = NULL;
+	if (s->cfg.snapshot && !s->cfg.snapshot[0])
+		s->cfg.snapshot = NULL;
 	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		if (*fields[i])
 			total += strlen(*fields[i]) + 1;
@@ -390,6 +393,8 @@ struct store *store_new(const struct store_config *cfg, struct store_error *err)
 
 	s->be_ops = s->cfg.api == STORE_API_V2 ? &store_etcd2_backend :
 		&store_etcd3_backend;
+	if (s->cfg.snapshot)
+		s->be_ops = &store_snapshot_backend;
 	if (s->cfg.revision < 0) {
 		store_fail(err, STORE_EINVAL, NULL, 0, 0, "bad revision %lld",
 			   (long long)s->cfg.revision);

@@ -123,6 +123,14 @@ struct store_config {
 	 * such a store is for reads: its caller makes no writes.
 	 */
 	int64_t revision;
+	/*
+	 * NULL: talk to etcd.  Else the path of an etcd snapshot file
+	 * (`etcdctl snapshot save`, or a copied member db) that the store
+	 * reads instead, read-only: every write is ENOTSUP, there is no
+	 * watch, and the endpoints are not used (helper/store_snapshot.c).
+	 */
+	const char *snapshot;
+	bool skip_hash_check;	/* open a snapshot whose sha256 mismatches */
 };
 
 
@@ -156,7 +164,7 @@ void store_stats(struct store *s, struct store_stats *out);
 /* "read", "write", ...: the name of a kind of request. */
 const char *store_req_name(int kind);
 
-/* The backend's name: "etcd3" or "etcd2". */
+/* The backend's name: "etcd3", "etcd2" or "snapshot". */
 const char *store_backend_name(const struct store *s);
 
 /* The largest value a put may carry. */

@@ -208,6 +208,7 @@ static int64_t compact_revision(struct store *s, int64_t rev)
 int store_check_revision(struct store *s, int64_t rev, int64_t *now,
 			 int64_t *oldest, struct store_error *err)
 {
+	struct store_error e = { 0 };
 	struct store_version v;
 	bool found;
 	int rc;
@@ -229,10 +230,14 @@ int store_check_revision(struct store *s, int64_t rev, int64_t *now,
 	/* any key will do: etcd refuses a compacted revision for all */
 	rc = at_rev(s, s->prefix_len ? s->prefix : "",
 		    s->prefix_len ? s->prefix_len : 1, rev, 0, &v, &found,
-		    err);
-	if (rc != STORE_ECOMPACTED)
+		    &e);
+	if (rc != STORE_ECOMPACTED) {
+		if (rc < 0 && err)
+			*err = e;
 		return rc;
-	*oldest = compact_revision(s, rev);
+	}
+	/* a backend that knows it says so (a snapshot); etcd's watch tells */
+	*oldest = e.revision > rev ? e.revision : compact_revision(s, rev);
 	if (!*oldest)
 		return store_fail(err, STORE_ECOMPACTED, NULL, 0, 0,
 				  "revision %lld is compacted", (long long)rev);

@@ -205,6 +205,7 @@ struct store_watch {
 
 extern const struct store_backend store_etcd3_backend;
 extern const struct store_backend store_etcd2_backend;
+extern const struct store_backend store_snapshot_backend;
 
 /*
  * The end of the range of keys starting with @prefix: @prefix with its last

@@ -104,6 +104,16 @@ const struct opts_row opts_rows[] = {
 	  .help = "show the keys as they were at revision REV,\n"
 		  "read-only (EROFS), without a watch (v3 only;\n"
 		  "a compacted or future REV is refused)" },
+	{ FILE_("snapshot=", store.snapshot), .usage = "snapshot=FILE",
+	  .help = "show an etcd snapshot file (etcdctl snapshot\n"
+		  "save, or a member's db) instead of a cluster:\n"
+		  "read-only (EROFS), no watch; revision= works\n"
+		  "(default: the ENDPOINTS argument, if it names\n"
+		  "a regular file)" },
+	{ FLAG("skip_hash_check", store.skip_hash_check, true),
+	  .usage = "skip_hash_check",
+	  .help = "open a snapshot whose sha256 trailer does not\n"
+		  "match its bytes" },
 	{ TEXT("max_txn_ops=", max_txn_ops_opt), .usage = "max_txn_ops=N",
 	  .help = "the cluster's --max-txn-ops: a directory of up\n"
 		  "to N/2 keys is renamed in one transaction, a\n"

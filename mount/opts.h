@@ -56,6 +56,7 @@ struct opts {
 	char *user;
 	char *password;
 	char *codec;			/* the codec's absolute path */
+	char *snapshot;			/* the snapshot file's absolute path */
 
 	/* Owned: each row's string value, and where each row came from. */
 	char *val[OPTS_MAX_ROWS];

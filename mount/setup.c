@@ -74,6 +74,7 @@ void opts_release(struct opts *o)
 	free(o->prefix);
 	free(o->user);
 	free(o->codec);
+	free(o->snapshot);
 	free_secret(o->password);
 	memset(o, 0, sizeof(*o));
 }
@@ -333,6 +334,47 @@ static int decide_revision(struct opts *o)
 	return 0;
 }
 
+/*
+ * -o snapshot=FILE, or an ENDPOINTS argument that names a regular file:
+ * an etcd snapshot (helper/store_snapshot.c), read-only for the kernel
+ * too, with no watch and so no echo; the file stands for the endpoints
+ * in messages and in the mount's name.  0, or -1 after a message.
+ */
+static int decide_snapshot(struct opts *o)
+{
+	const char *path = o->store.snapshot;
+	struct stat st;
+
+	if (!path && o->source && !o->endpoints_opt &&
+	    stat(o->source, &st) == 0 && S_ISREG(st.st_mode)) {
+		o->snapshot = realpath(o->source, NULL);
+		if (!o->snapshot) {
+			fuse_log(FUSE_LOG_ERR, "etcdfs: cannot resolve '%s': "
+				 "%s\n", o->source, strerror(errno));
+			return -1;
+		}
+		path = o->snapshot;
+	}
+	if (!path)
+		return 0;
+	if (o->store.api == STORE_API_V2) {
+		fuse_log(FUSE_LOG_ERR, "etcdfs: a snapshot is of etcd's v3 "
+			 "key space (api=v2 given)\n");
+		return -1;
+	}
+	o->store.snapshot = path;
+	o->endpoints = strdup(path);
+	if (!o->endpoints) {
+		nomem();
+		return -1;
+	}
+	o->fs.ro = true;
+	o->fs.nowatch = true;
+	o->fs.quorum = false;
+	fuse_log(FUSE_LOG_DEBUG, "etcdfs: snapshot '%s'\n", path);
+	return 0;
+}
+
 /* With -d: the settings etcdctl's variables may give, and whence. */
 static void log_sources(const struct opts *o)
 {
@@ -388,10 +430,6 @@ int opts_finish(struct opts *o, const char *mountpoint)
 			 "'%s': %s\n", o->fs.temp_names, why);
 		return -1;
 	}
-	if (decide_endpoints(o) != 0 || decide_login(o) != 0 ||
-	    decide_prefix(o) != 0 || opts_decide_codec(o) != 0)
-		return -1;
-
 	if (!o->api || strcmp(o->api, "v3") == 0) {
 		o->store.api = STORE_API_V3;
 	} else if (strcmp(o->api, "v2") == 0) {
@@ -400,6 +438,13 @@ int opts_finish(struct opts *o, const char *mountpoint)
 		opts_bad_value("api", OPTS_FROM_OPTION, o->api, NULL);
 		return -1;
 	}
+	if (decide_snapshot(o) != 0)
+		return -1;
+	if ((!o->store.snapshot && decide_endpoints(o) != 0) ||
+	    decide_login(o) != 0 || decide_prefix(o) != 0 ||
+	    opts_decide_codec(o) != 0)
+		return -1;
+
 	if (o->refresh_opt) {
 		if (opts_parse_num("refresh_endpoints", OPTS_FROM_OPTION,
 				   o->refresh_opt, 10, 1, 24 * 3600, &v) != 0)
@@ -421,7 +466,8 @@ int opts_finish(struct opts *o, const char *mountpoint)
 	o->store.quorum = o->fs.quorum;
 
 	/* the past does not change: the kernel may cache it all */
-	if (!o->from[opts_row("entry_timeout=")] && o->store.revision)
+	if (!o->from[opts_row("entry_timeout=")] &&
+	    (o->store.revision || o->store.snapshot))
 		o->fs.entry_timeout = OPTS_CACHE_SECONDS;
 	else if (!o->from[opts_row("entry_timeout=")] && o->fs.quorum)
 		/* every lookup and open must reach the barrier (fs/quorum.c) */
@@ -477,7 +523,8 @@ int opts_add_mount_args(struct fuse_args *args, const struct opts *o)
 
 	if (fuse_opt_add_arg(args, "-odefault_permissions") == -1)
 		goto nomem;
-	if (o->store.revision && fuse_opt_add_arg(args, "-oro") == -1)
+	if ((o->store.revision || o->store.snapshot) &&
+	    fuse_opt_add_arg(args, "-oro") == -1)
 		goto nomem;
 	if (!o->has_subtype && fuse_opt_add_arg(args, "-osubtype=etcdfs") == -1)
 		goto nomem;

@@ -18,7 +18,7 @@ packages=(
 	inotify-tools attr bats vim nano tmux perl python3 openssl curl
 	rsync sqlite3 git universal-ctags
 	clang libclang-rt-14-dev gnuplot-nox man-db
-	libprotobuf-c-dev protobuf-c-compiler python3-h2 libyaml-dev
+	libprotobuf-c-dev protobuf-c-compiler python3-h2 libyaml-dev libssl-dev
 )
 
 if [[ ${1:-} == --list ]]; then
