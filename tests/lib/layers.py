@@ -43,7 +43,8 @@ LAYERS = {
         ['k8s_codec'],
         ['transport_xfer'],
         ['transport'],
-        ['grpc_frame', 'etcd3_pb', 'etcd3_pb_req'],
+        ['grpc_frame', 'etcd3_pb', 'etcd3_pb_req', 'bbolt'],
+        ['snapshot'],
         ['grpc_transport'],
         ['grpc_call'],
         ['grpc_stream'],
@@ -55,7 +56,7 @@ LAYERS = {
          'store_history'],
         ['etcd2_codec'],
         ['etcd3_grpc_watch', 'etcd2_watch'],
-        ['etcd3_grpc', 'etcd2'],
+        ['etcd3_grpc', 'etcd2', 'store_snapshot'],
     ],
     'fs': [
         ['names', 'temp', 'codec_run', 'echo_proc', 'errno_map', 'inval'],
