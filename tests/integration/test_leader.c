@@ -328,15 +328,49 @@ static int member_of(const char *ep)
 	return 0;
 }
 
-/* Kills the leader @k, lets the writers run on, starts it again. */
-static bool kill_leader(int k)
+/*
+ * The store's requests so far that a kill can cost: those sent again
+ * (to another member, or a write whose answer was lost) and those that
+ * failed for want of an answer (nothing sent, timed out, answer lost,
+ * unparsable).  A refused compare, an absent or present key are the
+ * writers' own contention, which goes on without kills.
+ */
+static uint64_t disturbed(struct store *s)
 {
+	static const int errs[] = { STORE_EUNREACHABLE, STORE_ETIMEOUT,
+				    STORE_EUNKNOWN, STORE_EBADREPLY };
+	struct store_stats st;
+	uint64_t n = 0;
+	size_t i;
+
+	store_stats(s, &st);
+	for (i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		n += st.errors[-errs[i]];
+	return n + st.retries;
+}
+
+/*
+ * Kills the leader @k, lets the writers run on, starts it again.  The
+ * kill must cost some of @s's requests their answer, else it tested
+ * nothing (the writers were not talking to the cluster, or the kill
+ * missed): counted from the kill to the restart, after the leader's
+ * transfer settled.
+ */
+static bool kill_leader(struct store *s, int k)
+{
+	uint64_t before, after;
+
 	CHECK(util_cluster_cmd(&cl, "make-leader", "%d %d", cl.n, k) == 0);
 	util_sleep_ms(1000);
+	before = disturbed(s);
 	CHECK(util_cluster_cmd(&cl, "kill-member", "%d", k) == 0);
 	util_sleep_ms(4000);
+	after = disturbed(s);
+	tap_diag("the kill of member %d cost %llu requests their answer", k,
+		 (unsigned long long)(after - before));
 	CHECK(util_cluster_cmd(&cl, "restart-member", "%d", k) == 0);
 	util_sleep_ms(1000);
+	CHECK(after > before);
 	return true;
 }
 
@@ -371,11 +405,11 @@ static bool across_kills(enum store_api api)
 				     counter_main : ledger_main, &w[i]) == 0);
 	}
 	/* the store talks to member 1 first: make it the leader, kill it */
-	ok = kill_leader(1);
+	ok = kill_leader(s, 1);
 	/* now it talks to another member: kill a leader that is not it */
 	k = member_of(store_endpoint(s));
 	if (ok)
-		ok = kill_leader(k % cl.n + 1);
+		ok = kill_leader(s, k % cl.n + 1);
 	while (__atomic_load_n(&increments_ok, __ATOMIC_ACQUIRE) <
 		       MIN_INCREMENTS &&
 	       util_now_ms() < w[0].deadline)
