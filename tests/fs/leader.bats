@@ -158,7 +158,7 @@ one_run()
 	local key=$1 f=$MNT$1 total=$((WRITERS * PER_WRITER)) k sum=0 m n
 
 	kv_put "$key" 0
-	fs_wait_value "$f" 0 $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+	fs_wait_value "$f" 0
 	# the first kill: the leader is the member the mount talks to
 	m=$(mount_member)
 	cluster_make_leader "$CLUSTER_DIR" 3 "$m"

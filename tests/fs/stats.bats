@@ -78,7 +78,7 @@ while int(os.getxattr(args[1], "user.etcd.revision")) <= before:
     if time.monotonic() > end:
         raise SystemExit("the watch did not bring c1")
     time.sleep(0.01)
-os.close(fd)' "$MNT/c/key" "$MNT" $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+os.close(fd)' "$MNT/c/key" "$MNT" $((10 * FS_SCALE))
 	[ "$output" = ESTALE ]
 	kv_is /c/key c1
 	# and another client's changes: k more events
