@@ -1,30 +1,46 @@
 #!/bin/bash
 #
-# tests/run.sh - builds etcdfs and runs the whole test suite
+# tests/run.sh - builds etcdfs and runs the test suite, in one of three tiers
 #
-#   bash tests/run.sh
+#   bash tests/run.sh [quick|ci|soak]
+#
+# The tier (default ci, which is what .ci/run runs) picks the tests;
+# tests/meson.build puts each test in its tiers (the suites quick, ci and
+# asan; soak is every test a build defines):
+#
+#   quick  (5 minutes)  the main pass alone: unit tests, the fuzz targets'
+#          seeds, integration tests on v3, the core fs files on v3
+#          (fs_quick).
+#   ci     (under 30 minutes on 2 cores)  the main pass: every fs file on
+#          v3 over etcd 3.4, v2 and etcd 3.5 for the files whose subject
+#          is etcd's answers, every integration test on both versions; the
+#          sanitizer pass without the serial campaigns; the fuzz pass.
+#   soak   (up to 2 hours; docs/testing.md records the last run)  every
+#          test of every backend and version, the sanitizer pass over
+#          every fs file, each fuzz target for $FUZZ_SECONDS (default 300),
+#          and TEST_TIER=soak in the environment, which the long campaigns
+#          read (the leader's and the daemon's kill loops at full length,
+#          load.bats for minutes: tests/lib/tier.bash).
 #
 # 1. tests/lib/deps.sh: the Debian packages (installed as root if missing)
 #    and /dev/fuse.
-# 2. main, build/: warnings as errors; every suite (unit, integration,
-#    million, fs, and bench's smoke run: one tiny round of each
-#    benchmark, so that it never rots), and etcd35: each v3 integration
-#    test and the v3 filesystem tests of fs_etcd35, again on etcd 3.5
-#    (NAME-3.5, tests/meson.build), all in one meson test, $RUN_JOBS tests at a
-#    time, so that the 3.5 runs fill the slots beside the 3.4 ones.
+# 2. main, build/: warnings as errors; the tier's tests, $RUN_JOBS at a
+#    time, the etcd 3.5 runs (NAME-3.5, tests/meson.build) in the same
+#    meson test as the 3.4 ones, so that they fill the slots beside them.
 #    etcd 3.5 is fetched first, once (tests/lib/etcd.sh with
 #    ETCDFS_ETCD_VERSION=3.5); if that gives no 3.5, that is one failure
 #    and the pass runs without the suite etcd35.
 # 3. asan, build-asan/: -Db_sanitize=address,undefined, timeouts times 3
-#    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER);
-#    unit (with each fuzz target's replay of its seeds), integration and
-#    the filesystem tests of the suite sanitize: a subset that reaches
-#    every line of fs/ and mount/ the whole fs suite reaches
-#    (tests/meson.build's fs_sanitize).
-# 4. fuzz, build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite, briefly
-#    ($FUZZ_SECONDS per target, default 20).
-# 5. etcd35 (only when named in RUN_PASSES): the suite etcd35 alone, in
-#    build/ (the main pass runs it too).
+#    (meson's and bats' per case, TEST_TIMEOUT_MULTIPLIER); ci: the suite
+#    asan (unit with each fuzz target's replay of its seeds, the
+#    integration tests that need no 3-member cluster, and the fs files
+#    of fs_sanitize: a subset that reaches every line of fs/ and mount/
+#    the whole fs suite reaches); soak: unit, integration and every fs
+#    file.
+# 4. fuzz, build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite
+#    ($FUZZ_SECONDS per target: 20 in ci, 300 in soak).
+# 5. etcd35 (only when named in RUN_PASSES): the tier's etcd 3.5 runs
+#    alone, in build/ (the main pass runs them too).
 #
 # Tests run in parallel, as meson schedules them: each starts its own etcd
 # on free ports and its own mount in its own temporary dir; the timing-
@@ -41,8 +57,9 @@
 #
 # Environment: ETCDFS_BUILD_DIR (default "build") names the build dirs
 # (NAME, NAME-asan, NAME-fuzz, and NAME-bin: a link to Debian's python3,
-# first in PATH when another python3 comes first); RUN_PASSES (default "main asan fuzz")
-# picks passes; RUN_JOBS (default 4 on 2 cores: most of a filesystem
+# first in PATH when another python3 comes first); RUN_PASSES (default
+# "main" in quick, "main asan fuzz" otherwise) picks passes within the
+# tier; RUN_JOBS (default 4 on 2 cores: most of a filesystem
 # test's time is waiting) is meson test's --num-processes; ASAN_FS_TESTS
 # replaces the sanitizer pass's fs subset by the tests it names ("all":
 # every fs test); MESON_TEST_ARGS is added to every meson test.  The
@@ -55,15 +72,42 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || {
 	echo "0 passed, 1 failed"
 	exit 1
 }
+tier=${1:-ci}
+case $tier in
+quick)
+	passes=${RUN_PASSES:-main}
+	main_suites="quick"
+	;;
+ci)
+	passes=${RUN_PASSES:-main asan fuzz}
+	main_suites="ci"
+	export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+	;;
+soak)
+	passes=${RUN_PASSES:-main asan fuzz}
+	# every test of the build ('*': tests/lib/testlog.py select)
+	main_suites="*"
+	export FUZZ_SECONDS=${FUZZ_SECONDS:-300}
+	export TEST_TIER=soak
+	;;
+*)
+	echo "usage: bash tests/run.sh [quick|ci|soak]" >&2
+	echo "0 passed, 1 failed"
+	exit 2
+	;;
+esac
 base=${ETCDFS_BUILD_DIR:-build}
-passes=${RUN_PASSES:-main asan fuzz}
 jobs=${RUN_JOBS:-$(($(nproc 2>/dev/null || echo 2) * 2))}
-export FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
-# The sanitizer pass: unit, integration and the suite sanitize, or the fs
-# tests ASAN_FS_TESTS names instead of that suite.
-asan_suites="unit integration sanitize"
+# The sanitizer pass: the suite asan (ci), or unit, integration and every
+# fs test (soak); ASAN_FS_TESTS names the fs tests instead ("all": every
+# one).
+asan_suites="asan"
 asan_names=
+if [[ $tier == soak ]]; then
+	asan_suites="unit integration"
+	asan_names=all
+fi
 if [[ -n ${ASAN_FS_TESTS:-} ]]; then
 	asan_suites="unit integration"
 	asan_names=$ASAN_FS_TESTS
@@ -136,11 +180,14 @@ setup()
 }
 
 # tests_in DIR SUITES NAMES: the tests DIR defines that are in one of the
-# SUITES or named in NAMES ("all" in NAMES: every fs test), one a line, in
-# meson's order (tests/lib/testlog.py select).
+# SUITES ("*": every test) or named in NAMES ("all" in NAMES: every fs
+# test), and in the suite $only if set, and not in the suite $exclude if
+# set, one a line, in meson's order (tests/lib/testlog.py select).
+only=
+exclude=
 tests_in()
 {
-	python3 tests/lib/testlog.py select "$1" "$2" "$3"
+	python3 tests/lib/testlog.py select "$1" "$2" "$3" "$only" "$exclude"
 }
 
 # build_pass NAME DIR [meson setup args...]: configures and builds DIR.
@@ -213,7 +260,9 @@ etcd35_pass()
 		build_pass main "$base" -Dwerror=true || return
 	fi
 	etcd35_ready etcd35 || return
-	test_pass etcd35 "$base" "etcd35" ""
+	only=etcd35
+	test_pass etcd35 "$base" "$main_suites" ""
+	only=
 }
 
 say "=== dependencies"
@@ -222,7 +271,7 @@ if ! bash tests/lib/deps.sh; then
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
-say "$(nproc) cpus, $jobs tests at a time, passes: $passes"
+say "tier $tier: $(nproc) cpus, $jobs tests at a time, passes: $passes"
 
 # Debian's python3 for every test: the one deps.sh gives its modules
 # (python3-h2).  A python3 found first in PATH may be a version manager's
@@ -240,10 +289,12 @@ fi
 for pass in $passes; do
 	case $pass in
 	main)
-		main_suites="unit integration million fs bench"
-		etcd35_ready main && main_suites+=" etcd35"
+		# without a 3.5 the tier's etcd 3.5 runs are left out (quick
+		# has none)
+		[[ $tier == quick ]] || etcd35_ready main || exclude=etcd35
 		build_pass main "$base" -Dwerror=true &&
 			test_pass main "$base" "$main_suites" ""
+		exclude=
 		;;
 	asan)
 		# halt at the first report so that it fails the test
@@ -282,6 +333,6 @@ if ((${#times[@]})); then
 	say "=== times"
 	printf '  %s\n' "${times[@]}"
 fi
-say "=== total time $((SECONDS - t_start)) s"
+say "=== tier $tier: total time $((SECONDS - t_start)) s"
 echo "$passed passed, $failed failed"
 ((failed == 0))

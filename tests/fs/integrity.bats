@@ -352,7 +352,7 @@ for i in range(20):
 }
 
 # A clone writes git's objects, which are binary: etcd v2 holds only
-# UTF-8 values (README), so this one is for v3, and the test above is for
+# UTF-8 values (docs/semantics.md), so this one is for v3, and the test above is for
 # both.
 @test "git clone into the mount works, 20 times in a row" {
 	local i src=$BATS_TEST_TMPDIR/src

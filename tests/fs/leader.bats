@@ -4,7 +4,7 @@
 # applied twice
 #
 # A three-member etcd cluster on loopback (tests/lib/cluster.sh), mounted
-# with all three endpoints.  Eight scripts run the README's pinned
+# with all three endpoints.  Eight scripts run the pinned
 # read-modify-write loop on one counter, 25 increments each, while the
 # leader is SIGKILLed twice: once when it is the member the mount talks to
 # (its connections reset, requests that went out get no answer), once when
@@ -125,7 +125,7 @@ counter_reaches()
 	done
 }
 
-# The README's pinned loop, $2 times over, on the file $1; gives up after
+# The pinned loop of docs/semantics.md, $2 times over, on the file $1; gives up after
 # $3 seconds (so that a test never hangs: far above a run's 80-100 s on
 # 2 busy cores; under more load, runs gave up at a bound of 120 s).
 # Prints how many increments it made.

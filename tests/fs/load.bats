@@ -1,16 +1,18 @@
 #!/usr/bin/env bats
 #
-# tests/fs/load.bats - a minute of mixed load on one mount: local writers,
+# tests/fs/load.bats - mixed load on one mount: local writers,
 # local readers, another client putting keys at 200 a second, and
 # inotifywait -m -r watching it all.  Nothing may hang, no reader may see
 # a value that no writer wrote, every remote put must give its inotify
 # event, and the mirror must end equal to etcd.
 #
-# LOAD_SECONDS (default 60) sets the length.  It cannot prove the absence
+# LOAD_SECONDS sets the length (default 30 s; 300 s in the soak tier,
+# tests/lib/tier.bash).  It cannot prove the absence
 # of a deadlock, only that this mix did not produce one in this run; a
 # hang shows as a worker still running 60 s after the end.
 
 load ../lib/mount
+load ../lib/tier
 
 setup()
 {
@@ -141,8 +143,8 @@ remote_closes_reach()
 	(($(remote_closes) >= $1))
 }
 
-@test "a minute of 4 writers, 4 readers, 200 remote puts a second and inotifywait: no hang, no torn read, no lost event" {
-	local secs=${LOAD_SECONDS:-60} end j p left puts writes
+@test "load: 4 writers, 4 readers, 200 remote puts a second and inotifywait: no hang, no torn read, no lost event" {
+	local secs=${LOAD_SECONDS:-$(tier_len 30 300)} end j p left puts writes
 
 	T=$BATS_TEST_TMPDIR
 	for j in 1 2 3 4; do
@@ -203,7 +205,7 @@ remote_closes_reach()
 	if fs_v2 && grep -q 'watch: .*compacted' "$FS_LOG"; then
 		# v2 keeps its last 1,000 events: a watch that fell that far
 		# behind lists again and gives one set of events per key
-		# changed meanwhile (README, etcd v2), not one per put
+		# changed meanwhile (docs/semantics.md, etcd v2), not one per put
 		echo "the v2 watch fell behind and listed again" >&2
 		for ((k = 1; k < 100; k++)); do
 			has_event CREATE "r/k$k"

@@ -10,7 +10,7 @@
 # until committed).  The mount's temp files, which live in memory, map
 # as local files do.  SQLite works with its default rollback journal,
 # also when it maps the database; WAL mode needs a writable shared map of
-# its "-shm" file and fails, and the README's way back works.
+# its "-shm" file and fails, and the way back in docs/semantics.md works.
 #
 # Each test starts its own etcd and mount (tests/lib/mount.bash).
 
@@ -223,7 +223,7 @@ assert read_all(args[0]) == b'abcd456789', read_all(args[0])" "$MNT/scratch~"
 	[ ! -e "$MNT/a.db-journal" ]
 }
 
-@test "sqlite3 in WAL mode fails with an I/O error; the README's way back works (v2: refused)" {
+@test "sqlite3 in WAL mode fails with an I/O error; the way back in docs/semantics.md works (v2: refused)" {
 	if fs_v2; then
 		# no database on v2 (see the test above), in WAL mode neither
 		sqlite3 "$BATS_TEST_TMPDIR/w.db" 'PRAGMA journal_mode = WAL;' \

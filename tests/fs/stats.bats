@@ -54,6 +54,9 @@ _events_reached()
 	kv_put /r/seed1 s1
 	kv_put /r/seed2 s2
 	kv_put /c/key c0
+	# the echo's replays of those puts are FUSE operations too: counted
+	# before, not after
+	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) fs_echo_idle
 	stats "$BEFORE"
 	cat "$BEFORE"
 	# every line is "name value"

@@ -462,7 +462,7 @@ with tempfile.TemporaryFile(dir=d) as f:
 }
 
 # A new file whose name is a temp name stays in memory; -o notemp sends
-# it to etcd like any other (the README's advice when a real key's name
+# it to etcd like any other (docs/semantics.md's advice when a real key's name
 # matches a rule).
 @test "-o notemp: a new key with a temp file's name reaches etcd" {
 	printf 'kept here' >"$MNT/tmpstorage1"

@@ -129,7 +129,7 @@ follower()
 # seed KEY: another client's put of KEY, whose echo is over (its events
 # would otherwise come after the next inw_start), and a new directory
 # that inotifywait -r follows, so that the echo waits for it to watch
-# every new directory from then on (README, "The live view").  The echo
+# every new directory from then on (docs/semantics.md, "The live view").  The echo
 # replays in order: a key put last in the root, watched from the start,
 # has its CLOSE_WRITE once the rest is replayed.
 seed()
@@ -288,7 +288,7 @@ readable()
 	once CLOSE_WRITE,CLOSE x/k
 	once DELETE x/k
 	# x/y was gone before the echo made it: inotifywait -r cannot watch
-	# it, so what happens inside it is not seen (README)
+	# it, so what happens inside it is not seen (docs/semantics.md)
 	once CREATE,ISDIR x/y
 	once DELETE,ISDIR x/y
 	[ "$(grep -n -Fx "CLOSE_WRITE,CLOSE $MNT/x/k" "$EVENTS" | cut -d: -f1)" -lt \

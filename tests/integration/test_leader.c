@@ -155,7 +155,7 @@ static int increment(void *arg, const struct store_kv *cur,
 	return 0;
 }
 
-/* The README's pinned loop, in C: read, then a commit based on it. */
+/* The pinned loop of docs/semantics.md, in C: read, then a commit based on it. */
 static void *counter_main(void *arg)
 {
 	struct worker *w = arg;

@@ -15,7 +15,7 @@
 # only it reaches, and a cover: the tests that together reach every line
 # of the --cover areas (default fs/ and mount/) that any test reaches,
 # picked greedily by new lines per second, then without the ones the
-# others make redundant (longest first).  This is how the suite sanitize
+# others make redundant (longest first).  This is how the suite asan
 # of tests/meson.build (fs_sanitize) was chosen; run it again when fs/
 # changes.
 #

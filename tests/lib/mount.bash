@@ -274,7 +274,7 @@ fs_clean_env()
 }
 
 # The replay of another client's change holds a file of the mount open
-# for a moment (README: user.etcd.stats' echo_pending): an unmount waits
+# for a moment (docs/semantics.md: user.etcd.stats' echo_pending): an unmount waits
 # until none is left, for 10 s at most.  A daemon that does not answer
 # (frozen, or gone) is not waited for: each read is killed after 1 s.
 _fs_echo_settle()
@@ -720,9 +720,13 @@ fs_wait_applied()
 
 # Starts inotifywait -m -r on the mount, its events in $EVENTS, one a line
 # ("CREATE /path", "CREATE,ISDIR /path"...), and waits until its watches
-# are in place.
+# are in place.  It first lets the echo replay what it holds (10 s at
+# most): a change the mount already shows may not have been replayed yet
+# (only the events wait for the echo), and its events would be counted as
+# the next change's.
 inw_start()
 {
+	_fs_echo_settle
 	: >"$EVENTS"
 	inotifywait -m -r --format '%e %w%f' "$MNT" >"$EVENTS" \
 		2>"$EVENTS.err" 3>&- &

@@ -3,11 +3,13 @@
 # tests/lib/testlog.py - tests/run.sh's view of meson's tests: which to run,
 # and what a pass's test log says
 #
-#   testlog.py select BUILDDIR "SUITES" "NAMES"
+#   testlog.py select BUILDDIR "SUITES" "NAMES" ["ONLY" ["EXCLUDE"]]
 #       Prints the names of the tests BUILDDIR defines that are in one of
-#       SUITES or named in NAMES ("all" in NAMES: every test of the suite
-#       fs), one a line, in meson's order (highest priority first), since
-#       `meson test NAME...` runs its tests in the order it is given them.
+#       SUITES ("*": every test) or named in NAMES ("all" in NAMES: every
+#       test of the suite fs), and, if given, in the suite ONLY and not in
+#       the suite EXCLUDE, one a line, in meson's order (highest priority
+#       first), since `meson test NAME...` runs its tests in the order it
+#       is given them.
 #
 #   testlog.py count LOG PASS
 #       Counts the TAP cases in LOG, a meson test log (JSON, one test a
@@ -35,7 +37,7 @@ DIAG_LINES = 12
 MS_RE = re.compile(r"\bin (\d+)ms\b")
 
 
-def select(build, suites, names):
+def select(build, suites, names, only="", exclude=""):
     out = subprocess.run(["meson", "introspect", "--tests", build],
                          check=True, stdout=subprocess.PIPE).stdout
     suites, names = set(suites.split()), set(names.split())
@@ -44,7 +46,9 @@ def select(build, suites, names):
     tests.sort(key=lambda t: -(t.get("priority") or 0))
     for t in tests:
         mine = {s.split(":")[-1] for s in t.get("suite", [])}
-        if (mine & suites or t["name"] in names or
+        if only and only not in mine or exclude and exclude in mine:
+            continue
+        if ("*" in suites or mine & suites or t["name"] in names or
                 ("all" in names and "fs" in mine)):
             print(t["name"])
 
@@ -112,7 +116,7 @@ def count(path, pass_name):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "select":
+    if 5 <= len(sys.argv) <= 7 and sys.argv[1] == "select":
         select(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "count":
         count(*sys.argv[2:])
