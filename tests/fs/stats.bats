@@ -56,7 +56,7 @@ _events_reached()
 	kv_put /c/key c0
 	# the echo's replays of those puts are FUSE operations too: counted
 	# before, not after
-	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) fs_echo_idle
+	wait_for 10 fs_echo_idle
 	stats "$BEFORE"
 	cat "$BEFORE"
 	# every line is "name value"
