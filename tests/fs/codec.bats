@@ -180,7 +180,7 @@ ms_since()
 	local start took pid child
 	# the request timeout (5 s, setup's) is the subject: never scaled;
 	# how late the kill may come is a limit on the machine: scaled
-	local late=$((3000 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+	local late=$((3000 * FS_SCALE))
 	kv_put /h 'TC1 3:a=1,'
 	kv_put /other 'TC1 3:b=2,'
 	echo decode:hang >"$TESTCODEC_CTL"

@@ -305,7 +305,6 @@ except OSError as e:
 
 @test "a file made or a directory renamed in a directory whose rename is in flight takes the new prefix" {
 	local mvpid tpid rpid dir ino unread
-	local limit=$((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
 	fill /d 3
 	kv_put /d/sub/x o
 	fs_wait_value "$MNT/d/k03" v03
@@ -324,7 +323,7 @@ except OSError as e:
 	fs_v2 && wait "$mvpid"
 	fs_v2 && dir=e || dir=d
 	# v3: the rename's transaction waits, unread, in etcd's socket
-	fs_v2 || wait_for "$limit" eval '(($(etcd_unread) > unread + 100))'
+	fs_v2 || wait_for 10 eval '(($(etcd_unread) > unread + 100))'
 	echo new >"$MNT/$dir/new" &
 	tpid=$!
 	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
@@ -332,8 +331,8 @@ except OSError as e:
 	if ! fs_v2; then
 		# both wait for the rename in flight: the file's create in
 		# the mount, the other rename for the kernel's rename lock
-		wait_for "$limit" blocked_in "$tpid" request_wait_answer
-		wait_for "$limit" blocked_in "$rpid" do_renameat2
+		wait_for 10 blocked_in "$tpid" request_wait_answer
+		wait_for 10 blocked_in "$rpid" do_renameat2
 		kill -CONT "$ETCD_FROZEN"
 		ETCD_FROZEN=
 	fi
@@ -370,8 +369,7 @@ except OSError as e:
 	kill -STOP "$ETCD_FROZEN"
 	mv "$MNT/d" "$MNT/e" 2>"$BATS_TEST_TMPDIR/mv.err" &
 	mvpid=$!
-	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) \
-		eval '(($(fs_stat etcd_errors_timeout) > timeouts))'
+	wait_for 10 eval '(($(fs_stat etcd_errors_timeout) > timeouts))'
 	kill -CONT "$ETCD_FROZEN"
 	ETCD_FROZEN=
 	wait "$mvpid" || st=$?

@@ -109,7 +109,8 @@ counter()
 	ETCDCTL_ENDPOINTS=$(live_endpoints) kv_get "$1"
 }
 
-# Waits until the counter $1 reaches $2 (or 180 s pass).
+# Waits until the counter $1 reaches $2 (or 180 s pass, times
+# $TEST_TIMEOUT_MULTIPLIER).
 counter_reaches()
 {
 	local start=$SECONDS n
@@ -117,7 +118,7 @@ counter_reaches()
 	while :; do
 		n=$(counter "$1" 2>/dev/null) || n=0
 		((n >= $2)) && return 0
-		if ((SECONDS - start > 180)); then
+		if ((SECONDS - start > 180 * FS_SCALE)); then
 			echo "the counter stayed at $n, short of $2" >&2
 			return 1
 		fi
@@ -158,7 +159,7 @@ one_run()
 	local key=$1 f=$MNT$1 total=$((WRITERS * PER_WRITER)) k sum=0 m n
 
 	kv_put "$key" 0
-	wait_for 10 test "$(cat "$f" 2>/dev/null)" = 0
+	fs_wait_value "$f" 0
 	# the first kill: the leader is the member the mount talks to
 	m=$(mount_member)
 	cluster_make_leader "$CLUSTER_DIR" 3 "$m"

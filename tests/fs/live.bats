@@ -134,7 +134,7 @@ teardown()
 }
 
 @test "no double echo: a write through the mount gives only the local events" {
-	local rev limit=$((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+	local rev
 	kv_put /seed s
 	fs_wait_value "$MNT/seed" s
 	inw_start
@@ -143,9 +143,9 @@ teardown()
 	kv_is /mine x
 	# the watch brought our own put back, and nothing is being replayed
 	rev=$(kv_meta /mine mod_revision)
-	wait_for "$limit" eval '(($(getfattr --only-values \
+	wait_for 10 eval '(($(getfattr --only-values \
 		-n user.etcd.revision "$MNT") >= rev))'
-	wait_for "$limit" fs_echo_idle
+	wait_for 10 fs_echo_idle
 	# a remote change after ours: the watch delivers in revision order,
 	# so once its events are here an echo of ours would be too
 	kv_put /marker m

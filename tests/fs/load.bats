@@ -200,7 +200,7 @@ remote_closes_reach()
 	# each writer's last write is what etcd has
 	for j in 1 2 3 4; do
 		writes=$(cat "$T/writes.$j")
-		[ "$(kv_get "/w/$j/f$((writes % 5))")" = "w $j $writes" ]
+		kv_is "/w/$j/f$((writes % 5))" "w $j $writes"$'\n'
 	done
 	if fs_v2 && grep -q 'watch: .*compacted' "$FS_LOG"; then
 		# v2 keeps its last 1,000 events: a watch that fell that far

@@ -139,8 +139,7 @@ if bad:
 		pids+=($!)
 	done
 	# all eight wait at the barrier (a bound on the machine: scaled)
-	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) \
-		eval '(($(fs_stat quorum_waits 1) - wait0 >= 8))'
+	wait_for 10 eval '(($(fs_stat quorum_waits 1) - wait0 >= 8))'
 	kill -CONT "$ETCD_FROZEN"
 	ETCD_FROZEN=
 	for i in "${pids[@]}"; do

@@ -56,7 +56,7 @@ _events_reached()
 	kv_put /c/key c0
 	# the echo's replays of those puts are FUSE operations too: counted
 	# before, not after
-	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) fs_echo_idle
+	wait_for 10 fs_echo_idle
 	stats "$BEFORE"
 	cat "$BEFORE"
 	# every line is "name value"
@@ -81,7 +81,7 @@ while int(os.getxattr(args[1], "user.etcd.revision")) <= before:
     if time.monotonic() > end:
         raise SystemExit("the watch did not bring c1")
     time.sleep(0.01)
-os.close(fd)' "$MNT/c/key" "$MNT" $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+os.close(fd)' "$MNT/c/key" "$MNT" $((10 * FS_SCALE))
 	[ "$output" = ESTALE ]
 	kv_is /c/key c1
 	# and another client's changes: k more events

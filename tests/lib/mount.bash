@@ -54,7 +54,8 @@
 #   fs_clean_env         sets FS_CLEAN_ENV: env(1)'s arguments that unset
 #                        ETCDCTL_*, ETCDFS_PASSWORD and NOTIFY_SOCKET
 #   fs_unmount           unmounts, waits for the daemon, checks its log
-#   wait_for SECS CMD... runs CMD every 50 ms until it succeeds
+#   wait_for SECS CMD... runs CMD every 50 ms until it succeeds, for SECS
+#                        times $TEST_TIMEOUT_MULTIPLIER at most (FS_SCALE)
 #   fs_wait_value PATH VALUE [SECS]
 #                        waits (default 10 s) until PATH reads as VALUE
 #   kv_put [--ttl SECS] KEY [VALUE]
@@ -123,6 +124,12 @@ export LC_ALL=C
 # does its own.
 : "${BATS_TEST_TIMEOUT:=$((300 * ${TEST_TIMEOUT_MULTIPLIER:-1}))}"
 export BATS_TEST_TIMEOUT
+
+# So does every bound on how long a step may take: wait_for's (and so
+# fs_wait_value's, wait_event's, wait_mirror_equal's) and the mount's and
+# unmount's here.  A bound that is a test's subject (a timeout option
+# measured) is not a wait_for's and is not scaled.
+FS_SCALE=${TEST_TIMEOUT_MULTIPLIER:-1}
 
 # Lines in the daemon's output that mean a crash or a sanitizer finding.
 FS_SUSPICIOUS='AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer|UndefinedBehaviorSanitizer|runtime error:|Segmentation fault|SIGSEGV|SEGV on|stack smashing|double free|free\(\): invalid|malloc\(\): |corrupted (size|double-linked)|Assertion .* failed|Aborted|core dumped'
@@ -239,9 +246,9 @@ fs_mount()
 			FS_PID=
 			return 1
 		fi
-		if ((SECONDS - start > 20)); then
-			echo "etcdfs -o $opts did not mount within 20 s;" \
-				"its output:" >&2
+		if ((SECONDS - start > 20 * FS_SCALE)); then
+			echo "etcdfs -o $opts did not mount within" \
+				"$((20 * FS_SCALE)) s; its output:" >&2
 			cat "$FS_LOG" >&2
 			return 1
 		fi
@@ -296,7 +303,7 @@ fs_unmount()
 		start=$SECONDS
 		while kill -0 "$FS_PID" 2>/dev/null &&
 			[[ $(awk '{ print $3 }' "/proc/$FS_PID/stat" 2>/dev/null) != Z ]]; do
-			if ((SECONDS - start > 15)); then
+			if ((SECONDS - start > 15 * FS_SCALE)); then
 				echo "etcdfs $FS_PID still runs 15 s after the" \
 					"unmount: killing it" >&2
 				kill -TERM "$FS_PID" 2>/dev/null
@@ -333,7 +340,7 @@ fs_unmount()
 
 wait_for()
 {
-	local secs=$1 start=$SECONDS
+	local secs=$(($1 * FS_SCALE)) start=$SECONDS
 
 	shift
 	until "$@"; do
@@ -416,7 +423,7 @@ _fs_catch_up()
 	[[ $(timeout -s KILL 1 getfattr --only-values -n user.etcd.watch \
 		"$MNT" 2>/dev/null) == connected ]] || return 0
 	# by the clock: each getfattr costs more than the sleep
-	until=$((${EPOCHREALTIME//[!0-9]/} + 5000000))
+	until=$((${EPOCHREALTIME//[!0-9]/} + 5000000 * FS_SCALE))
 	while :; do
 		have=$(timeout -s KILL 1 getfattr --only-values \
 			-n user.etcd.revision "$MNT" 2>/dev/null) || return 0
