@@ -44,6 +44,9 @@
 #       and rev null when the file was gone)
 #   {"op": "watch", "client": W, "mount": M, "start": T}
 #       watcher W started watching at T
+#   {"op": "watch_end", "client": W, "mount": M, "time": T}
+#       watcher W stopped early (its mount's daemon was killed): its
+#       events are checked for order only, not for the last change
 #   {"op": "crash", "what": "etcdfs"|"etcd", "mount": M, "member": N,
 #    "time": T}
 #       a daemon was SIGKILLed at T
@@ -438,6 +441,8 @@ def check_watchers(hist):
             .setdefault(h["key"], []).append(h)
         watches.setdefault((h["client"], h.get("mount")),
                            {"start": None})
+    ended = {(h["client"], h.get("mount")) for h in hist
+             if h.get("op") == "watch_end"}
     for (wid, mnt), wh in sorted(watches.items(), key=lambda x: str(x[0])):
         evs = events.get((wid, mnt), {})
         for key, es in sorted(evs.items()):
@@ -453,6 +458,8 @@ def check_watchers(hist):
                                 e["end"], hi.get("mask"), hi["end"]))
                 if hi is None or r > hi["rev"]:
                     hi = e
+        if (wid, mnt) in ended:
+            continue    # cut short by its mount's daemon being killed
         for key, f in sorted(final.items()):
             es = evs.get(key, [])
             last = es[-1] if es else None
