@@ -279,7 +279,9 @@ def check_register(hist, notes=None):
                 w = writers.get(o.value)
                 if w is None:
                     anomalies.append("register %s: read of a value no write "
-                                     "made: %s" % (key, _desc(o.src)))
+                                     "made: %s%s" % (key, _desc(o.src),
+                                                     _dirty(bykey[key],
+                                                            o.src)))
                     bad = True
                 elif w.call > o.ret:
                     anomalies.append("register %s: read of a value written "
@@ -305,6 +307,19 @@ def check_register(hist, notes=None):
                              % (key, len(kops), _explain(kops,
                                                          init.get(key))))
     return anomalies
+
+
+def _dirty(ops, r):
+    """Names the writes of the same mount in flight during read r: a read
+    of a value nobody wrote may be such a write's buffer, not yet
+    committed (an O_TRUNC open's empty file, say)."""
+    w = [o for o in ops if o["op"] in ("write", "cas", "create") and
+         o.get("mount") == r.get("mount") and o["start"] <= r["end"] and
+         o["end"] >= r["start"]]
+    if not w:
+        return ""
+    return " (a dirty read? in flight on the same mount: %s)" % \
+        "; ".join(_desc(o) for o in w)
 
 
 def _explain(kops, init):

@@ -307,13 +307,17 @@ def watch(wid, mount, d, stfile, out):
                               "-e", "modify", "-e", "close_write", "-e",
                               "delete", "-e", "moved_from", "-e",
                               "moved_to", "--format", "%e|%f", d], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                             stderr=subprocess.DEVNULL, bufsize=0)
+        fd = p.stdout.fileno()
+        buf = b""
+        lines = []
         t0 = now()
         log(op="watch", client=me, mount=mount, start=t0)
         ended = False
         quiet = None
         while True:
-            r, _, _ = select.select([p.stdout], [], [], 0.1)
+            # lines already read come first: select sees only the pipe
+            r = [fd] if lines else select.select([fd], [], [], 0.1)[0]
             if state(stfile)[0] != g0:
                 ended = True
                 break
@@ -328,11 +332,18 @@ def watch(wid, mount, d, stfile, out):
                     quiet = t
             if not r:
                 continue
-            line = p.stdout.readline()
-            if not line:
-                ended = True
-                break
-            mask, _, name = line.rstrip("\n").partition("|")
+            if not lines:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    ended = True
+                    break
+                buf += chunk
+                *done, buf = buf.split(b"\n")
+                lines.extend(x.decode(errors="replace") for x in done)
+                if not lines:
+                    continue
+            line = lines.pop(0)
+            mask, _, name = line.partition("|")
             if not name:
                 continue
             key = "d/" + name
