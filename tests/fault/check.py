@@ -46,7 +46,9 @@
 #       watcher W started watching at T
 #   {"op": "watch_end", "client": W, "mount": M, "time": T}
 #       watcher W stopped early (its mount's daemon was killed): its
-#       events are checked for order only, not for the last change
+#       events are checked for order only, not for the last change; with
+#       "reason": "behind" it was still behind its events long after the
+#       faults stopped, an anomaly
 #   {"op": "crash", "what": "etcdfs"|"etcd", "mount": M, "member": N,
 #    "time": T}
 #       a daemon was SIGKILLed at T
@@ -458,6 +460,10 @@ def check_watchers(hist):
                            {"start": None})
     ended = {(h["client"], h.get("mount")) for h in hist
              if h.get("op") == "watch_end"}
+    for h in hist:
+        if h.get("op") == "watch_end" and h.get("reason") == "behind":
+            out.append("watcher %s on %s: still behind its events 60 s after "
+                       "the faults stopped" % (h["client"], h.get("mount")))
     for (wid, mnt), wh in sorted(watches.items(), key=lambda x: str(x[0])):
         evs = events.get((wid, mnt), {})
         for key, es in sorted(evs.items()):

@@ -323,10 +323,15 @@ def watch(wid, mount, d, stfile, out):
                 break
             if stop:
                 # asked to stop: drain until 2 s pass without an event
+                # (60 s at most)
                 t = time.monotonic()
                 if quiet is None:
-                    quiet, limit = t, t + 30
-                if t - quiet > 2 or t > limit:
+                    quiet, limit = t, t + 60
+                if t - quiet > 2:
+                    break
+                if t > limit:
+                    log(op="watch_end", client=me, mount=mount, time=now(),
+                        reason="behind")
                     break
                 if r:
                     quiet = t
@@ -342,18 +347,27 @@ def watch(wid, mount, d, stfile, out):
                 lines.extend(x.decode(errors="replace") for x in done)
                 if not lines:
                     continue
-            line = lines.pop(0)
-            mask, _, name = line.partition("|")
-            if not name:
-                continue
-            key = "d/" + name
-            path = os.path.join(d, name)
-            try:
-                v, rev = read_rev(path)
-            except (OSError, ValueError):
-                v, rev = None, None
-            log(op="event", client=me, mount=mount, key=key, mask=mask,
-                end=now(), value=v, rev=rev)
+            # the events at hand as one batch: each file of it read once,
+            # after all of them (a read through a quorum mount costs a
+            # barrier: one per event would leave the watcher far behind)
+            batch, lines = lines, []
+            seen = {}
+            for line in batch:
+                mask, _, name = line.partition("|")
+                if name and name not in seen:
+                    seen[name] = None
+            for name in seen:
+                try:
+                    seen[name] = read_rev(os.path.join(d, name))
+                except (OSError, ValueError):
+                    seen[name] = (None, None)
+            t = now()
+            for line in batch:
+                mask, _, name = line.partition("|")
+                if name:
+                    v, rev = seen[name]
+                    log(op="event", client=me, mount=mount, key="d/" + name,
+                        mask=mask, end=t, value=v, rev=rev)
         p.terminate()
         p.wait()
         if ended:
