@@ -52,6 +52,9 @@
 #   {"op": "crash", "what": "etcdfs"|"etcd", "mount": M, "member": N,
 #    "time": T}
 #       a daemon was SIGKILLed at T
+#   {"op": "hang", "what": "etcdfs", "mount": M, "time": T, "detail": D}
+#       a daemon still there 5 s after its SIGKILL (an anomaly: its mount
+#       hangs its callers)
 #   {"op": "manifest", "time": T, "state": {K: V, ...}}
 #       every key's value read from etcd directly (the control client)
 #       at T, after a crash and before the next fault
@@ -72,6 +75,7 @@
 #   watchers     per watcher and key, revisions never go back; the last
 #                event of every key shows its final revision (a delete for
 #                a deleted key); every mount converges to etcd's content
+#   hangs        no daemon outlives its SIGKILL
 
 import json
 import sys
@@ -516,11 +520,18 @@ def check_watchers(hist):
     return out
 
 
+def check_hangs(hist):
+    return ["%s of mount %s hung: %s" % (h.get("what"), h.get("mount"),
+                                         h.get("detail"))
+            for h in hist if h.get("op") == "hang"]
+
+
 # -------------------------------------------------------------------- all
 
 CHECKERS = [("register", check_register), ("lost_writes", check_lost_writes),
             ("failed_seen", check_failed_seen),
-            ("manifest", check_manifests), ("watchers", check_watchers)]
+            ("manifest", check_manifests), ("watchers", check_watchers),
+            ("hangs", check_hangs)]
 
 
 def check(hist):

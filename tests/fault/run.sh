@@ -23,7 +23,9 @@
 #
 # Environment: ETCDFS (the etcdfs binary; default build-fault/mount/etcdfs
 # under the source tree, then build/mount/etcdfs), ETCD_BIN (etcd).
-# Everything it starts it stops by pid; every wait is bounded.
+# Everything it starts it stops by pid; every wait is bounded.  A daemon
+# still there 5 s after its SIGKILL is an anomaly ("hang" in the history):
+# its mount is then aborted with umount -f.
 
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -59,7 +61,7 @@ work=$(cd "$work" && pwd)
 hist=$work/history.jsonl
 : >"$hist"
 prefix=/fault
-W="python3 $here/workload.py"
+W=(python3 "$here/workload.py")
 RANDOM=$seed
 pids=()          # clients and watchers
 declare -A proxy_pid proxy_port fs_pid stopped
@@ -84,7 +86,6 @@ cleanup()
 	done
 	for k in "${!proxy_pid[@]}"; do kill -TERM "${proxy_pid[$k]}" 2>/dev/null; done
 	cluster_stop "$work/c" 2>/dev/null
-	wait 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
@@ -103,6 +104,21 @@ proxy_start()	# MOUNT K [PORT]
 	proxy_port[$key]=$(head -n1 "$f.port")
 }
 for m in a b; do for k in 1 2 3; do proxy_start $m $k; done; done
+
+# True once process @1 has exited (a zombie with no thread left counts),
+# within @2 tenths of a second
+gone()
+{
+	local i t
+	for ((i = 0; i < $2; i++)); do
+		[[ -d /proc/$1 ]] || return 0
+		t=(/proc/"$1"/task/*)
+		[[ ${#t[@]} -le 1 &&
+			$(cut -d' ' -f3 /proc/"$1"/stat 2>/dev/null) == Z ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 is_mounted() { awk -v m="$1" '$2 == m { f = 1 } END { exit !f }' /proc/mounts; }
 
@@ -127,13 +143,12 @@ mount_fs()	# MOUNT
 # the clients' directory, kept by a key nobody touches
 curl -s --max-time 5 -X POST -d "{\"key\":\"$(printf %s "$prefix/d/.keep" | base64)\",\"value\":\"$(printf keep | base64)\"}" \
 	"${member_ep[0]}/v3/kv/put" >/dev/null || exit 2
-gen=0
 for m in a b; do
 	mount_fs $m || exit 2
 	echo "0 up" >"$work/state-$m"
 done
 log "{\"op\": \"seed\", \"seed\": $seed, \"seconds\": $seconds}"
-$W snapshot manifest "$eps" "$prefix" "$work/init.jsonl" || exit 2
+"${W[@]}" snapshot manifest "$eps" "$prefix" "$work/init.jsonl" || exit 2
 python3 - "$work/init.jsonl" >>"$hist" <<'EOF'
 import json, sys
 m = json.loads(open(sys.argv[1]).readline())
@@ -143,24 +158,24 @@ EOF
 
 # -- clients and watchers
 for m in a b; do
-	nice -n 10 $W watch "w$m" $m "$work/mnt-$m/d" "$work/state-$m" "$work/h-w$m.jsonl" &
+	nice -n 10 "${W[@]}" watch "w$m" $m "$work/mnt-$m/d" "$work/state-$m" "$work/h-w$m.jsonl" &
 	pids+=($!)
 done
 sleep 0.5
 for c in 1 2 3; do
 	for m in a b; do
-		nice -n 10 $W client "c$m$c" $m "$work/mnt-$m/d" "$work/state-$m" \
+		nice -n 10 "${W[@]}" client "c$m$c" $m "$work/mnt-$m/d" "$work/state-$m" \
 			"$seed" "$seconds" "$work/h-c$m$c.jsonl" &
 		pids+=($!)
 	done
 done
-nice -n 10 $W control ctl "$eps" "$prefix" "$seed" "$seconds" "$work/h-ctl.jsonl" &
+nice -n 10 "${W[@]}" control ctl "$eps" "$prefix" "$seed" "$seconds" "$work/h-ctl.jsonl" &
 pids+=($!)
 clients_end=$((SECONDS + seconds))
 
 # -- faults
 faults=0
-manifest() { $W snapshot manifest "$eps" "$prefix" "$hist"; }
+manifest() { "${W[@]}" snapshot manifest "$eps" "$prefix" "$hist"; }
 member_pid() { cat "$work/c/m$1/pid"; }
 while ((SECONDS < clients_end - 3)); do
 	sleep $((2 + RANDOM % 3))
@@ -173,9 +188,9 @@ while ((SECONDS < clients_end - 3)); do
 		else k=$(((leader % 3) + 1)); what=follower; fi
 		note "SIGKILL member $k ($what)"
 		log "{\"op\": \"crash\", \"what\": \"etcd\", \"member\": $k, \"time\": $(monotonic)}"
-		cluster_kill_member "$work/c" $k
+		cluster_kill_member "$work/c" "$k"
 		sleep "0.$((RANDOM % 9 + 1))"
-		ETCD_START_TIMEOUT=30 cluster_restart_member "$work/c" $k ||
+		ETCD_START_TIMEOUT=30 cluster_restart_member "$work/c" "$k" ||
 			note "member $k did not come back"
 		manifest ;;
 	2)	# SIGSTOP a member for a while
@@ -194,11 +209,20 @@ while ((SECONDS < clients_end - 3)); do
 		note "SIGKILL etcdfs $m (${fs_pid[$m]})"
 		log "{\"op\": \"crash\", \"what\": \"etcdfs\", \"mount\": \"$m\", \"time\": $(monotonic)}"
 		kill -KILL "${fs_pid[$m]}"
+		if ! gone "${fs_pid[$m]}" 50; then
+			# a thread of it is stuck in the kernel: the mount would
+			# hang its callers, which the daemon's death must not do
+			note "etcdfs $m (${fs_pid[$m]}) still there 5 s after SIGKILL:" \
+				"$(cat /proc/"${fs_pid[$m]}"/task/*/wchan 2>/dev/null | tr '\0' ' ')"
+			log "{\"op\": \"hang\", \"what\": \"etcdfs\", \"mount\": \"$m\", \"time\": $(monotonic), \"detail\": \"alive 5 s after SIGKILL\"}"
+			timeout 10 umount -f "$work/mnt-$m"   # aborts the connection
+			gone "${fs_pid[$m]}" 50 || { note "etcdfs $m still there"; break; }
+		fi
 		wait "${fs_pid[$m]}" 2>/dev/null
 		timeout 20 fusermount3 -u "$work/mnt-$m" 2>/dev/null ||
 			timeout 20 fusermount3 -u -z "$work/mnt-$m"
 		manifest
-		if ! mount_fs $m; then
+		if ! mount_fs "$m"; then
 			note "remount of $m failed"; break
 		fi
 		echo "$((g + 2)) up" >"$work/state-$m" ;;
@@ -210,7 +234,7 @@ while ((SECONDS < clients_end - 3)); do
 			kill -TERM "${proxy_pid[$m$x]}"; wait "${proxy_pid[$m$x]}" 2>/dev/null
 		done
 		sleep "$((RANDOM % 3)).$((RANDOM % 9 + 1))"
-		for x in $k $j; do proxy_start $m $x "${proxy_port[$m$x]}"; done ;;
+		for x in $k $j; do proxy_start "$m" "$x" "${proxy_port[$m$x]}"; done ;;
 	esac
 done
 
@@ -220,11 +244,11 @@ for p in "${pids[@]:2}"; do
 	kill -TERM "$p" 2>/dev/null
 done
 for m in a b; do
-	$W converge $m "$work/mnt-$m/d" "$eps" "$prefix" 15 "$work/h-conv-$m.jsonl"
+	"${W[@]}" converge $m "$work/mnt-$m/d" "$eps" "$prefix" 15 "$work/h-conv-$m.jsonl"
 done
 sleep 2   # the watchers' last events
 for p in "${pids[@]:0:2}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-$W snapshot final "$eps" "$prefix" "$hist" || exit 2
+"${W[@]}" snapshot final "$eps" "$prefix" "$hist" || exit 2
 cat "$work"/h-*.jsonl >>"$hist"
 
 python3 "$here/check.py" "$hist" >"$work/check.txt"

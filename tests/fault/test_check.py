@@ -95,6 +95,10 @@ BAD = [
     ("no event at all for a change", "watchers", [
         {"op": "watch", "client": "w1", "mount": "a", "start": -5},
         op(W, "k", "A", 0, 10, mount="b"), final("k", "A", 2)]),
+    ("a daemon that outlived its SIGKILL", "hangs", [
+        op(W, "k", "A", 0, 10),
+        {"op": "hang", "what": "etcdfs", "mount": "a", "time": 20,
+         "detail": "alive 5 s after SIGKILL"}, final("k", "A", 2)]),
     ("a mount that does not converge", "watchers", [
         op(W, "k", "A", 0, 10), op(W, "k", "B", 20, 30, mount="b"),
         {"op": "converge", "mount": "a", "key": "k", "value": "A"},
