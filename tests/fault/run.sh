@@ -94,16 +94,33 @@ trap 'exit 2' INT TERM
 eps=$(ETCD_START_TIMEOUT=60 cluster_start "$work/c" 3) || exit 2
 IFS=, read -r -a member_ep <<<"$eps"
 
-proxy_start()	# MOUNT K [PORT]
+proxy_start()	# MOUNT K [PORT]: again on its port, if given
 {
-	local key=$1$2 target=${member_ep[$2 - 1]##*:} f=$work/proxy-$1$2
-	python3 "$top/tests/lib/tcp_proxy.py" "${3:-0}" "$target" \
-		</dev/null >"$f.port" 2>>"$f.log" &
-	proxy_pid[$key]=$!
-	for _ in $(seq 100); do [[ -s $f.port ]] && break; sleep 0.05; done
-	proxy_port[$key]=$(head -n1 "$f.port")
+	local key=$1$2 target=${member_ep[$2 - 1]##*:} f=$work/proxy-$1$2 try
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		: >"$f.port"
+		python3 "$top/tests/lib/tcp_proxy.py" "${3:-0}" "$target" \
+			</dev/null >"$f.port" 2>>"$f.log" &
+		proxy_pid[$key]=$!
+		for _ in $(seq 100); do
+			[[ -s $f.port ]] && break
+			kill -0 "${proxy_pid[$key]}" 2>/dev/null || break
+			sleep 0.05
+		done
+		if [[ -s $f.port ]]; then
+			proxy_port[$key]=$(head -n1 "$f.port")
+			return 0
+		fi
+		# the port is not free yet: the cut proxy's sockets linger
+		kill -TERM "${proxy_pid[$key]}" 2>/dev/null
+		wait "${proxy_pid[$key]}" 2>/dev/null
+		note "proxy $key: start $try failed"
+		sleep 0.5
+	done
+	echo "run.sh: proxy $key does not start" >&2
+	return 1
 }
-for m in a b; do for k in 1 2 3; do proxy_start $m $k; done; done
+for m in a b; do for k in 1 2 3; do proxy_start $m $k || exit 2; done; done
 
 # True once process @1 has exited (a zombie with no thread left counts),
 # within @2 tenths of a second
@@ -222,9 +239,7 @@ while ((SECONDS < clients_end - 3)); do
 		timeout 20 fusermount3 -u "$work/mnt-$m" 2>/dev/null ||
 			timeout 20 fusermount3 -u -z "$work/mnt-$m"
 		manifest
-		if ! mount_fs "$m"; then
-			note "remount of $m failed"; break
-		fi
+		mount_fs "$m" || exit 2
 		echo "$((g + 2)) up" >"$work/state-$m" ;;
 	4)	# cut a mount's links to two members
 		m=$([[ $((RANDOM % 2)) == 0 ]] && echo a || echo b)
@@ -234,7 +249,9 @@ while ((SECONDS < clients_end - 3)); do
 			kill -TERM "${proxy_pid[$m$x]}"; wait "${proxy_pid[$m$x]}" 2>/dev/null
 		done
 		sleep "$((RANDOM % 3)).$((RANDOM % 9 + 1))"
-		for x in $k $j; do proxy_start "$m" "$x" "${proxy_port[$m$x]}"; done ;;
+		for x in $k $j; do
+			proxy_start "$m" "$x" "${proxy_port[$m$x]}" || exit 2
+		done ;;
 	esac
 done
 
