@@ -241,6 +241,18 @@ struct fs {
 	uint64_t echo_done;
 	bool echo_stop;
 	struct inval_list pending_invals;	/* protected by lock */
+	/*
+	 * Under lock: changes whose invalidations are on their way to the
+	 * kernel (live.c's invals_begin): batches gathered and not all sent
+	 * yet, the mirror's revision when the first of them began, and
+	 * whether the watch's thread's batch is one of them.  While any is,
+	 * user.etcd.revision (fs_revision_shown) stays at that revision, so
+	 * that a script that waits for it reads no attribute or name the
+	 * kernel was still to forget.
+	 */
+	unsigned invals_sending;
+	int64_t invals_floor;
+	bool watch_batch;
 
 	/*
 	 * Keys the mount is writing right now (protected by lock): their
@@ -312,6 +324,11 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
  * (fs->tree.revision).  fs->lock held.
  */
 void fs_mirror_applied(struct fs *fs, int64_t rev);
+/*
+ * The revision user.etcd.revision reports: the mirror's, once the kernel
+ * was sent the invalidations of every change up to it.  fs->lock held.
+ */
+int64_t fs_revision_shown(struct fs *fs);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
 void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);

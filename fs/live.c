@@ -10,9 +10,10 @@
  * events.  A change of a key the mount is writing waits, in the watch's
  * thread, for that write's reply (own_write_wait), and the changes
  * behind it with it.  fs_mirror_applied is where the mirror's revision
- * moves.  With nowatch there is no watch: fs_refresh_dir lists a
- * directory again when it is opened, and fs_lookup_key reads a name the
- * mirror does not hold.
+ * moves; the one user.etcd.revision reports follows it once the kernel
+ * was sent what to forget (invals_begin).  With nowatch there is no
+ * watch: fs_refresh_dir lists a directory again when it is opened, and
+ * fs_lookup_key reads a name the mirror does not hold.
  *
  * What it cannot do: follow a change made while the watch was cut off
  * for longer than etcd keeps its history, but by listing everything
@@ -194,6 +195,34 @@ bool inflight_wait(struct fs *fs, struct node *n)
 }
 
 /*
+ * A batch of invalidations begins, before the changes it is for go into
+ * the tree: until invals_end, user.etcd.revision stays at the revision
+ * the mirror had then.  The mirror moves first and the kernel is told
+ * after, with fs->lock dropped (an invalidation sent the other way round
+ * could be undone by a lookup answered in between from the old mirror);
+ * a script that waits for the revision of a put and then runs stat must
+ * find the kernel's attributes and names of before it gone.  fs->lock
+ * held, by both.
+ */
+static void invals_begin(struct fs *fs)
+{
+	if (fs->invals_sending++ == 0)
+		fs->invals_floor = fs->tree.revision;
+}
+
+static void invals_end(struct fs *fs)
+{
+	fs->invals_sending--;
+}
+
+int64_t fs_revision_shown(struct fs *fs)
+{
+	if (fs->invals_sending && fs->invals_floor < fs->tree.revision)
+		return fs->invals_floor;
+	return fs->tree.revision;
+}
+
+/*
  * Lists the keys below @dir's prefix and makes the subtree match them.
  * Takes and drops fs->lock itself; @dir must be referenced.
  */
@@ -221,10 +250,14 @@ int fs_refresh_dir(struct fs *fs, struct node *dir)
 		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
+	invals_begin(fs);
 	ret = dir->removed ? 0 : tree_reconcile(&fs->tree, dir, &l, &inv);
 	pthread_mutex_unlock(&fs->lock);
 	store_list_release(&l);
 	fs_send_invals(fs, &inv);
+	pthread_mutex_lock(&fs->lock);
+	invals_end(fs);
+	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
 
@@ -379,7 +412,13 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
 {
 	if (rev > fs->tree.revision)
 		fs->tree.revision = rev;
-	/* -o quorum's barrier waits for this */
+	/*
+	 * -o quorum's barrier waits for this, not for the invalidations
+	 * (fs_revision_shown): what it guards is answered from the mirror,
+	 * and a lookup waiting at it holds its directory's lock in the
+	 * kernel, which an entry invalidation of the same batch would wait
+	 * for (unlock_and_send).
+	 */
 	quorum_seen(fs, rev);
 }
 
@@ -395,6 +434,11 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 	struct inval_list *inv = &fs->pending_invals;
 	struct node *n;
 
+	/* sent, and ended, by unlock_and_send */
+	if (!fs->watch_batch) {
+		fs->watch_batch = true;
+		invals_begin(fs);
+	}
 	/*
 	 * Files opened without a message (file.c, fs->no_open) read the
 	 * node of their inode: while the kernel knows it, it keeps its
@@ -537,7 +581,9 @@ static void test_hold(enum test_hold hold)
 }
 
 /*
- * Sends the invalidations fs_apply() gathered.  fs->lock held, dropped.
+ * Sends the invalidations fs_apply() gathered, then lets
+ * user.etcd.revision show the changes they were for (invals_begin).
+ * fs->lock held, dropped.
  * Not with -o quorum while the kernel caches no name and no attribute
  * (entry_timeout and attr_timeout 0, its defaults): a lookup waiting at
  * the barrier for this very thread's next event holds its directory's
@@ -554,25 +600,33 @@ static void test_hold(enum test_hold hold)
 static void unlock_and_send(struct fs *fs)
 {
 	struct inval_list inv = fs->pending_invals;
+	bool batch = fs->watch_batch;
 
 	memset(&fs->pending_invals, 0, sizeof(fs->pending_invals));
-	pthread_mutex_unlock(&fs->lock);
+	fs->watch_batch = false;
 	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0 &&
-	    fs->cfg.attr_timeout == 0) {
+	    fs->cfg.attr_timeout == 0)
 		inval_release(&inv);
-		return;
-	}
-	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0)
+	else if (fs->cfg.quorum && fs->cfg.entry_timeout == 0)
 		inval_drop_entries(&inv);
 	if (!inv.n) {
+		if (batch)
+			invals_end(fs);
+		pthread_mutex_unlock(&fs->lock);
 		inval_release(&inv);
 		return;
 	}
+	pthread_mutex_unlock(&fs->lock);
 	test_hold(TEST_HOLD_INVALS);
 	/* never while the echo's syscall holds a directory (fs_i.h) */
 	pthread_mutex_lock(&fs->replay_lock);
 	fs_send_invals(fs, &inv);
 	pthread_mutex_unlock(&fs->replay_lock);
+	if (batch) {
+		pthread_mutex_lock(&fs->lock);
+		invals_end(fs);
+		pthread_mutex_unlock(&fs->lock);
+	}
 }
 
 /*
