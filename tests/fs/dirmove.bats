@@ -284,8 +284,7 @@ except OSError as e:
 	if ! fs_v2; then
 		# etcd frozen: the rename's transaction waits in flight, the
 		# mount's lock dropped, while a file is made in the directory
-		ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-		kill -STOP "$ETCD_FROZEN"
+		etcd_freeze
 	fi
 	mv "$MNT/d" "$MNT/e" &
 	mvpid=$!
@@ -330,8 +329,7 @@ except OSError as e:
 	rev=$(kv_rev)
 	# etcd frozen: the transaction's answer does not come within the
 	# request timeout, and etcd answers again before the settling ends
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 	mv "$MNT/d" "$MNT/e" 2>"$BATS_TEST_TMPDIR/mv.err" &
 	mvpid=$!
 	sleep 1.5

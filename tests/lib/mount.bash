@@ -101,6 +101,9 @@
 #   etcd_remember        remembers how our etcd was started
 #   etcd_stop_keep       stops our etcd, remembering how it was started
 #   etcd_start_again     starts it again: same ports, same data dir
+#   etcd_freeze          SIGSTOPs our etcd (ETCD_FROZEN: its pid, for
+#                        the test's kill -CONT and its teardown's) and
+#                        waits until every thread of it has stopped
 #   inw_start, inw_stop  inotifywait -m -r on $MNT into $EVENTS, and stop
 #   has_event, wait_event EVENTS PATH [SECS], count_event EVENTS PATH
 #                        a line "EVENTS $MNT/PATH" is in $EVENTS
@@ -589,6 +592,33 @@ etcd_stop_keep()
 etcd_start_again()
 {
 	_etcd_relaunch "$ETCD_DIR" "$ETCD_ENDPOINT" "${ETCD_CMD[@]}"
+}
+
+# _fs_all_stopped PID: every thread of PID is stopped (state T).
+_fs_all_stopped()
+{
+	local t s
+
+	for t in /proc/"$1"/task/*/stat; do
+		s=$(sed 's/.*) //' "$t" 2>/dev/null | cut -d' ' -f1)
+		[[ $s == T ]] || return 1
+	done
+}
+
+# etcd_freeze: kill -STOP does not wait for the process to stop.  The
+# thread the kernel picks to take the signal stops the others once it
+# runs, which on a loaded machine can be after etcd's other threads have
+# answered a request or two sent meanwhile (tests/fs/errors.bats saw an
+# ls succeed that way): etcd is frozen once each of its threads is.
+etcd_freeze()
+{
+	ETCD_FROZEN=$(cat "$ETCD_DIR/pid") || return 1
+	kill -STOP "$ETCD_FROZEN" || return 1
+	if ! wait_for 10 _fs_all_stopped "$ETCD_FROZEN"; then
+		echo "etcd $ETCD_FROZEN did not stop within 10 s:" >&2
+		grep -H '^State' /proc/"$ETCD_FROZEN"/task/*/status >&2
+		return 1
+	fi
 }
 
 # --- inotify events and whole-tree comparisons ---
