@@ -245,6 +245,18 @@ struct mirror {
 	/* the kernel's invalidations of changes applied, still to send */
 	struct inval_list pending_invals;
 	/*
+	 * Batches of invalidations on their way to the kernel (live.c's
+	 * invals_begin): gathered and not all sent yet, the mirror's
+	 * revision when the first of them began, and whether the watch's
+	 * thread's batch is one of them.  While any is, user.etcd.revision
+	 * (fs_revision_shown) stays at that revision, so that a script that
+	 * waits for it reads no attribute or name the kernel was still to
+	 * forget.
+	 */
+	unsigned invals_sending;
+	int64_t invals_floor;
+	bool watch_batch;
+	/*
 	 * Keys the mount is writing right now: their watch events wait
 	 * until the write is in the mirror, so that the mount's own writes
 	 * are never echoed.

@@ -195,6 +195,35 @@ int fs_load_value(struct fs *fs, struct node *n)
 }
 
 /*
+ * A batch of invalidations begins, before the changes it is for go into
+ * the tree: until invals_end, user.etcd.revision stays at the revision
+ * the mirror had then.  The mirror moves first and the kernel is told
+ * after, with fs->lock dropped (an invalidation sent the other way round
+ * could be undone by a lookup answered in between from the old mirror);
+ * a script that waits for the revision of a put and then runs stat must
+ * find the kernel's attributes and names of before it gone.  fs->lock
+ * held, by both.
+ */
+static void invals_begin(struct fs *fs)
+{
+	if (fs->mirror.invals_sending++ == 0)
+		fs->mirror.invals_floor = fs->tree.revision;
+}
+
+static void invals_end(struct fs *fs)
+{
+	fs->mirror.invals_sending--;
+}
+
+int64_t fs_revision_shown(struct fs *fs)
+{
+	if (fs->mirror.invals_sending &&
+	    fs->mirror.invals_floor < fs->tree.revision)
+		return fs->mirror.invals_floor;
+	return fs->tree.revision;
+}
+
+/*
  * Lists the keys below @dir's prefix and makes the subtree match them.
  * Takes and drops fs->lock itself; @dir must be referenced.
  */
@@ -222,10 +251,14 @@ int fs_refresh_dir(struct fs *fs, struct node *dir)
 		return fs_errno(ret);
 	}
 	pthread_mutex_lock(&fs->lock);
+	invals_begin(fs);
 	ret = dir->removed ? 0 : tree_reconcile(&fs->tree, dir, &l, &inv);
 	pthread_mutex_unlock(&fs->lock);
 	store_list_release(&l);
 	fs_send_invals(fs, &inv);
+	pthread_mutex_lock(&fs->lock);
+	invals_end(fs);
+	pthread_mutex_unlock(&fs->lock);
 	return ret;
 }
 
@@ -383,7 +416,13 @@ void fs_mirror_applied(struct fs *fs, int64_t rev)
 	if (rev <= fs->mirror.applied_rev)
 		return;
 	fs->mirror.applied_rev = rev;
-	/* -o quorum's barrier waits for this */
+	/*
+	 * -o quorum's barrier waits for this, not for the invalidations
+	 * (fs_revision_shown): what it guards is answered from the mirror,
+	 * and a lookup waiting at it holds its directory's lock in the
+	 * kernel, which an entry invalidation of the same batch would wait
+	 * for (unlock_and_send).
+	 */
 	if (fs->mirror.applied_wake)
 		pthread_cond_broadcast(fs->mirror.applied_wake);
 }
@@ -402,6 +441,11 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv, int64_t rev)
 	struct inval_list *inv = &fs->mirror.pending_invals;
 	struct node *n;
 
+	/* sent, and ended, by unlock_and_send */
+	if (!fs->mirror.watch_batch) {
+		fs->mirror.watch_batch = true;
+		invals_begin(fs);
+	}
 	/*
 	 * Files opened without a message (file.c, fs->no_open) read the
 	 * node of their inode: while the kernel knows it, it keeps its
@@ -473,7 +517,9 @@ static void test_hold(enum test_hold hold)
 }
 
 /*
- * Sends the invalidations fs_apply() gathered.  fs->lock held, dropped.
+ * Sends the invalidations fs_apply() gathered, then lets
+ * user.etcd.revision show the changes they were for (invals_begin).
+ * fs->lock held, dropped.
  * Not with -o quorum while the kernel caches no name and no attribute
  * (entry_timeout and attr_timeout 0, its defaults): a lookup waiting at
  * the barrier for this very thread's next event holds its directory's
@@ -490,26 +536,35 @@ static void test_hold(enum test_hold hold)
 static void unlock_and_send(struct fs *fs)
 {
 	struct inval_list inv = fs->mirror.pending_invals;
+	bool batch = fs->mirror.watch_batch;
 
 	memset(&fs->mirror.pending_invals, 0,
 	       sizeof(fs->mirror.pending_invals));
-	pthread_mutex_unlock(&fs->lock);
+	fs->mirror.watch_batch = false;
+	/* inval_release and inval_drop_entries only free memory */
 	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0 &&
-	    fs->cfg.attr_timeout == 0) {
+	    fs->cfg.attr_timeout == 0)
 		inval_release(&inv);
-		return;
-	}
-	if (fs->cfg.quorum && fs->cfg.entry_timeout == 0)
+	else if (fs->cfg.quorum && fs->cfg.entry_timeout == 0)
 		inval_drop_entries(&inv);
 	if (!inv.n) {
 		inval_release(&inv);
+		if (batch)
+			invals_end(fs);
+		pthread_mutex_unlock(&fs->lock);
 		return;
 	}
+	pthread_mutex_unlock(&fs->lock);
 	test_hold(TEST_HOLD_INVALS);
 	/* never while the echo's syscall holds a directory (fs_i.h) */
 	pthread_mutex_lock(&fs->replay_lock);
 	fs_send_invals(fs, &inv);
 	pthread_mutex_unlock(&fs->replay_lock);
+	if (batch) {
+		pthread_mutex_lock(&fs->lock);
+		invals_end(fs);
+		pthread_mutex_unlock(&fs->lock);
+	}
 }
 
 /* Counts @ev for user.etcd.stats (stats.c reads fs->mirror.watch_count). */

@@ -16,6 +16,11 @@ void fs_apply(struct fs *fs, bool del, const struct store_kv *kv,
  * (fs->tree.revision) and fs->mirror.applied_rev.  fs->lock held.
  */
 void fs_mirror_applied(struct fs *fs, int64_t rev);
+/*
+ * The revision user.etcd.revision reports: the mirror's, once the kernel
+ * was sent the invalidations of every change up to it.  fs->lock held.
+ */
+int64_t fs_revision_shown(struct fs *fs);
 /* With fs->lock held: @in names @key as being written, until ..._end. */
 void inflight_begin(struct fs *fs, struct inflight *in, const char *key,
 		    size_t key_len);

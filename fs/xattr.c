@@ -10,7 +10,8 @@
  *                              0 if none
  *   user.etcd.key              the key itself, relative to the mount prefix
  * and on the mount root: user.etcd.endpoint, user.etcd.revision (the
- * revision the mount has seen), user.etcd.backend, user.etcd.watch,
+ * revision the mount has seen, and told the kernel of: live.c's
+ * fs_revision_shown), user.etcd.backend, user.etcd.watch,
  * user.etcd.valueBytes (the bytes of values held in memory: only counted
  * under -o value_budget, else "all"), user.etcd.stats (counters,
  * fs/stats.c).
@@ -97,7 +98,7 @@ static ssize_t xattr_value(struct fs *fs, struct node *n, const char *name,
 					store_endpoint(fs->store));
 		if (strcmp(name, "user.etcd.revision") == 0)
 			return snprintf(buf, size, "%" PRId64,
-					fs->tree.revision);
+					fs_revision_shown(fs));
 		if (strcmp(name, "user.etcd.backend") == 0)
 			return snprintf(buf, size, "%s",
 					store_backend_name(fs->store));

@@ -16,6 +16,8 @@ load ../lib/mount
 
 teardown()
 {
+	rm -f "$BATS_TEST_TMPDIR/hold-invals"
+	exec 8<&-
 	fs_teardown
 }
 
@@ -169,6 +171,49 @@ put_values()
 	printf 'longer value\n' >"$MNT/d/g"
 	[ "$(sh -c 'stat -c %s "$1"' sh "$MNT/d/g")" -eq 13 ]
 	kv_is /d/g $'longer value\n'
+}
+
+root_rev()
+{
+	getfattr --absolute-names --only-values -n user.etcd.revision "$MNT"
+}
+
+# The mirror takes another client's change before the kernel is told to
+# forget what it caches of it (the watch's thread sends the
+# invalidations with the mirror's lock dropped): the root's
+# user.etcd.revision, which scripts (and kv_put) wait for, must not show
+# the change before then, or a stat right after reads the old size.  The
+# invalidations are held ($ETCDFS_TEST_HOLD_INVALS, fs/live.c) once the
+# mirror has the change.  The file is held open meanwhile: the kernel
+# then keeps its name and inode (a drop of the machine's caches would
+# otherwise leave it nothing to invalidate, and nothing to hold), and
+# the change goes to a new inode, which the kernel reaches through that
+# name only once told.
+@test "user.etcd.revision shows a change only once the kernel was told" {
+	local hold=$BATS_TEST_TMPDIR/hold-invals events before rev
+
+	export ETCDFS_TEST_HOLD_INVALS=$hold
+	fs_setup
+	kv_put /d/f abc
+	[ "$(stat -c %s "$MNT/d/f")" -eq 3 ]
+	exec 8<"$MNT/d/f"
+	before=$(root_rev)
+	events=$(fs_stat watch_events)
+	touch "$hold"
+	FS_NO_CATCH_UP=1 kv_put /d/f 0123456789
+	rev=$(kv_rev)
+	# the mirror has it: the watch's thread waits to send the kernel
+	# its invalidations
+	fs_wait_applied "$events"
+	echo "revision before $before, put at $rev, shown $(root_rev)"
+	[ "$(root_rev)" -lt "$rev" ]
+	[ "$(root_rev)" -eq "$before" ]
+
+	rm "$hold"
+	wait_for 10 eval '(($(root_rev) >= rev))'
+	[ "$(stat -c %s "$MNT/d/f")" -eq 10 ]
+	[ "$(cat "$MNT/d/f")" = 0123456789 ]
+	exec 8<&-
 }
 
 # grpc_sent: the bytes etcd has sent to its clients so far.

@@ -313,8 +313,7 @@ except OSError as e:
 	if ! fs_v2; then
 		# etcd frozen: the rename's transaction waits in flight, the
 		# mount's lock dropped, while a file is made in the directory
-		ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-		kill -STOP "$ETCD_FROZEN"
+		etcd_freeze
 	fi
 	unread=$(etcd_unread)
 	mv "$MNT/d" "$MNT/e" &
@@ -365,8 +364,7 @@ except OSError as e:
 	# etcd frozen: the transaction's answer does not come within the
 	# request timeout, and etcd answers again before the settling ends
 	# (v2: mv's copy starts with a mkdir, which times out)
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 	mv "$MNT/d" "$MNT/e" 2>"$BATS_TEST_TMPDIR/mv.err" &
 	mvpid=$!
 	wait_for 10 eval '(($(fs_stat etcd_errors_timeout) > timeouts))'

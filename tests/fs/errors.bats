@@ -161,8 +161,7 @@ os.close(fd)' "$MNT/excl"
 
 @test "etcd frozen: writes time out instead of hanging, then work again" {
 	seed
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 
 	expect_down_errno '
 fd = os.open(args[0], os.O_WRONLY | os.O_TRUNC)
@@ -182,8 +181,7 @@ os.close(fd)' "$MNT/k"
 	fs_unmount
 	fs_mount nowatch
 	seed
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 
 	expect_down ls "$MNT/unseen"
 	expect_down cat "$MNT/unread"

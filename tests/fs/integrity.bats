@@ -209,8 +209,7 @@ for i in range(20):
 	step open=ok "open wronly|trunc"
 	step write=ok "write one"
 	step dup=ok dup
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 	step close=ETIMEDOUT close
 	kill -CONT "$ETCD_FROZEN"
 	ETCD_FROZEN=

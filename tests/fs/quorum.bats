@@ -132,8 +132,7 @@ if bad:
 	wait0=$(fs_stat quorum_waits)
 	# while etcd is frozen the first lookup's request hangs; the others
 	# arrive meanwhile and must all wait for the one after it
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 	for i in 0 1 2 3 4 5 6 7; do
 		stat -c %s "$MNT/s$i" >"$BATS_TEST_TMPDIR/size$i" &
 		pids+=($!)
@@ -162,8 +161,7 @@ if bad:
 
 	kv_put /k v
 	[ "$(cat "$MNT/k")" = v ]
-	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
-	kill -STOP "$ETCD_FROZEN"
+	etcd_freeze
 	for path in "$MNT/new" "$MNT/k"; do
 		if fs_v2 && [[ $path == "$MNT/k" ]]; then
 			continue	# v2: a known name is served from the mirror

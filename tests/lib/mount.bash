@@ -60,7 +60,12 @@
 #                        waits (default 10 s) until PATH reads as VALUE
 #   kv_put [--ttl SECS] KEY [VALUE]
 #                        etcdctl put (v2: set); without VALUE the value
-#                        is stdin; --ttl (v2 only) gives the key a TTL
+#                        is stdin; --ttl (v2 only) gives the key a TTL;
+#                        then waits until a mount with a connected watch
+#                        has applied it (_fs_catch_up), unless
+#                        FS_NO_CATCH_UP is set (a test that holds the
+#                        mount's watch or invalidations waits for what
+#                        it needs itself)
 #   kv_del [--prefix] KEY
 #                        deletes KEY (or every key under the prefix KEY)
 #                        and prints how many keys it deleted, as
@@ -101,6 +106,9 @@
 #   etcd_remember        remembers how our etcd was started
 #   etcd_stop_keep       stops our etcd, remembering how it was started
 #   etcd_start_again     starts it again: same ports, same data dir
+#   etcd_freeze          SIGSTOPs our etcd (ETCD_FROZEN: its pid, for
+#                        the test's kill -CONT and its teardown's) and
+#                        waits until every thread of it has stopped
 #   inw_start, inw_stop  inotifywait -m -r on $MNT into $EVENTS, and stop
 #   has_event, wait_event EVENTS PATH [SECS], count_event EVENTS PATH
 #                        a line "EVENTS $MNT/PATH" is in $EVENTS
@@ -409,13 +417,16 @@ kv_put()
 
 # _fs_catch_up JSON: waits (5 s at most) until the mount at $MNT, if one is
 # mounted with its watch connected, has applied the revision of etcdctl's
-# reply JSON: another client's change shows in the mount a few ms later,
-# and the tests read it through the mount at once.  A change the mount
-# never sees (a key outside its prefix, or hidden on v2) waits it all.
+# reply JSON, and sent the kernel its invalidations (the root's
+# user.etcd.revision): another client's change shows in the mount a few
+# ms later, and the tests read it through the mount at once.  A change
+# the mount never sees (a key outside its prefix, or hidden on v2) waits
+# it all.  Nothing with FS_NO_CATCH_UP set.
 _fs_catch_up()
 {
 	local rev have until
 
+	[[ -z ${FS_NO_CATCH_UP:-} ]] || return 0
 	[[ $1 =~ \"revision\":\"?([0-9]+) ]] || return 0
 	rev=${BASH_REMATCH[1]}
 	[[ -n ${MNT:-} ]] && fs_is_mounted "$MNT" || return 0
@@ -627,6 +638,33 @@ etcd_stop_keep()
 etcd_start_again()
 {
 	_etcd_relaunch "$ETCD_DIR" "$ETCD_ENDPOINT" "${ETCD_CMD[@]}"
+}
+
+# _fs_all_stopped PID: every thread of PID is stopped (state T).
+_fs_all_stopped()
+{
+	local t s
+
+	for t in /proc/"$1"/task/*/stat; do
+		s=$(sed 's/.*) //' "$t" 2>/dev/null | cut -d' ' -f1)
+		[[ $s == T ]] || return 1
+	done
+}
+
+# etcd_freeze: kill -STOP does not wait for the process to stop.  The
+# thread the kernel picks to take the signal stops the others once it
+# runs, which on a loaded machine can be after etcd's other threads have
+# answered a request or two sent meanwhile (tests/fs/errors.bats saw an
+# ls succeed that way): etcd is frozen once each of its threads is.
+etcd_freeze()
+{
+	ETCD_FROZEN=$(cat "$ETCD_DIR/pid") || return 1
+	kill -STOP "$ETCD_FROZEN" || return 1
+	if ! wait_for 10 _fs_all_stopped "$ETCD_FROZEN"; then
+		echo "etcd $ETCD_FROZEN did not stop within 10 s:" >&2
+		grep -H '^State' /proc/"$ETCD_FROZEN"/task/*/status >&2
+		return 1
+	fi
 }
 
 # --- inotify events and whole-tree comparisons ---
