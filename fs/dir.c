@@ -85,6 +85,9 @@ again:
 		return;
 	}
 	fs_fill_entry(fs, n, &e);
+	/* the echo's old name of a node renamed since: not to be cached */
+	if (echo && tree_child(&fs->tree, dir, name, len) != n)
+		e.entry_timeout = 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		pthread_mutex_lock(&fs->lock);
