@@ -453,6 +453,10 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_reply_entry_unref(fs, req, n);
 		return;
 	}
+	/* a rename of dir in flight: the new name takes its new prefix */
+	err = -dirmove_wait(fs, dir);
+	if (err)
+		goto out;
 	if (tree_child(&fs->tree, dir, name, strlen(name))) {
 		err = EEXIST;
 		goto out;

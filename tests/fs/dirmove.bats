@@ -354,6 +354,81 @@ except OSError as e:
 	kv_is /e/k01 v01
 }
 
+# move_in_flight FROM TO: mv FROM TO with etcd frozen, its transaction
+# sent and unread (v3), in the background ($MVPID) until thaw; v2 has no
+# rename in flight (mv copies key by key): there mv is done at once.
+move_in_flight()
+{
+	local unread limit=$((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+
+	if fs_v2; then
+		mv "$MNT/$1" "$MNT/$2"
+		MVPID=
+		return
+	fi
+	ETCD_FROZEN=$(cat "$ETCD_DIR/pid")
+	kill -STOP "$ETCD_FROZEN"
+	unread=$(etcd_unread)
+	mv "$MNT/$1" "$MNT/$2" &
+	MVPID=$!
+	wait_for "$limit" eval '(($(etcd_unread) > unread + 100))'
+}
+
+# thaw PID: once PID waits in the mount (v3), lets etcd go and waits for
+# the rename in flight and for PID.
+thaw()
+{
+	local limit=$((10 * ${TEST_TIMEOUT_MULTIPLIER:-1}))
+
+	if [[ -n $MVPID ]]; then
+		wait_for "$limit" blocked_in "$1" request_wait_answer
+		kill -CONT "$ETCD_FROZEN"
+		ETCD_FROZEN=
+		wait "$MVPID"
+	fi
+	wait "$1"
+}
+
+# A rename or a mkdir in a directory whose rename is in flight reaches
+# the mount when nothing else holds that directory in the kernel (above,
+# the file's create holds it, and the other rename waits for the kernel's
+# lock): it waits in the mount for the rename in flight, then takes the
+# new prefix.  Answered at once, the rename was EXDEV (its keys in flight)
+# and mv copied and deleted through the old path, gone by then; the mkdir
+# made its directory under the old prefix.
+@test "a rename or a mkdir in a directory whose rename is in flight waits for it" {
+	local dir ino
+
+	fill /d 3
+	kv_put /d/sub/x o
+	fs_wait_value "$MNT/d/sub/x" o
+	ino=$(stat -c %i "$MNT/d/sub/x")
+	wait_for $((10 * ${TEST_TIMEOUT_MULTIPLIER:-1})) fs_echo_idle
+	move_in_flight d e
+	[[ -n $MVPID ]] && dir=d || dir=e
+	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
+	thaw $!
+	kv_is /e/sub2/x o
+	[ -z "$(kv_keys /d/)" ]
+	[ -z "$(kv_keys /e/sub/)" ]
+	[ "$(cat "$MNT/e/sub2/x")" = o ]
+	[ ! -e "$MNT/e/sub" ]
+	[ ! -e "$MNT/d" ]
+	# one transaction, not mv's copy: the file kept its inode
+	fs_v2 || [ "$(stat -c %i "$MNT/e/sub2/x")" = "$ino" ]
+
+	move_in_flight e f
+	[[ -n $MVPID ]] && dir=e || dir=f
+	mkdir "$MNT/$dir/m" &
+	thaw $!
+	[ -d "$MNT/f/m" ]
+	echo z >"$MNT/f/m/z"
+	kv_is /f/m/z $'z\n'
+	[ -z "$(kv_keys /e/)" ]
+	[ -z "$(kv_keys /d/)" ]
+	[ ! -e "$MNT/e" ]
+}
+
 @test "mv of a directory whose answer is lost is settled: one revision, mv succeeds (v2: the copy's mkdir times out, nothing moved)" {
 	local rev before mvpid st=0 timeouts
 	fs_unmount
