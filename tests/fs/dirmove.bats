@@ -154,7 +154,7 @@ etcd_unread()
 
 # blocked_in PID FUNCTION: PID waits in the kernel's FUNCTION
 # (request_wait_answer: for an answer of the mount's; do_renameat2: for
-# the rename lock that a rename in flight holds).
+# a directory's lock, held by a request that waits in the mount).
 blocked_in()
 {
 	[[ $(cat "/proc/$1/wchan" 2>/dev/null) == "$2" ]]
@@ -327,12 +327,14 @@ except OSError as e:
 	fs_v2 || wait_for "$limit" eval '(($(etcd_unread) > unread + 100))'
 	echo new >"$MNT/$dir/new" &
 	tpid=$!
+	# v3: the file's create waits for the rename in flight in the
+	# mount, holding the directory's lock in the kernel; the other
+	# rename, started once it does, waits for that lock (one that came
+	# first would wait in the mount instead: the next case)
+	fs_v2 || wait_for "$limit" blocked_in "$tpid" request_wait_answer
 	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
 	rpid=$!
 	if ! fs_v2; then
-		# both wait for the rename in flight: the file's create in
-		# the mount, the other rename for the kernel's rename lock
-		wait_for "$limit" blocked_in "$tpid" request_wait_answer
 		wait_for "$limit" blocked_in "$rpid" do_renameat2
 		kill -CONT "$ETCD_FROZEN"
 		ETCD_FROZEN=
