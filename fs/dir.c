@@ -85,6 +85,9 @@ again:
 		return;
 	}
 	fs_fill_entry(fs, n, &e);
+	/* the echo's old name of a node renamed since: not to be cached */
+	if (echo && tree_child(&fs->tree, dir, name, len) != n)
+		e.entry_timeout = 0;
 	pthread_mutex_unlock(&fs->lock);
 	if (fuse_reply_entry(req, &e) == -ENOENT) {
 		pthread_mutex_lock(&fs->lock);
@@ -450,6 +453,10 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_reply_entry_unref(fs, req, n);
 		return;
 	}
+	/* a rename of dir in flight: the new name takes its new prefix */
+	err = -dirmove_wait(fs, dir);
+	if (err)
+		goto out;
 	if (tree_child(&fs->tree, dir, name, strlen(name))) {
 		err = EEXIST;
 		goto out;

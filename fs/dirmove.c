@@ -13,8 +13,9 @@
  * deleted under the old, all at one revision.  A conflict is ESTALE and
  * changes nothing.  While the Txn is in flight (fs->lock dropped) the
  * directory and every directory below it are in the in-flight list: a
- * file created in one of them waits (dirmove_wait), so that its key takes
- * the new prefix, not the old one.  Then the mirror moves the directory node itself, so that
+ * file or directory created in one of them, or a rename in one, waits
+ * (dirmove_wait, inflight_wait), so that its key takes the new prefix,
+ * not the old one.  Then the mirror moves the directory node itself, so that
  * every inode (the directory's, its files') stays what the kernel has,
  * as after a local rename: the kernel moves its own entries, and inotify
  * watchers see the rename's MOVED_FROM and MOVED_TO.  The keys' new

@@ -424,9 +424,14 @@ open:
 	fi->direct_io = !h->local;
 	memset(&e, 0, sizeof(e));
 	e.ino = node_id(fs, n);
-	/* the echo's create of a key deleted since: not to be cached */
+	/*
+	 * the echo's create of a key deleted since: not to be cached; of a
+	 * key renamed since (its node has the new name): that name is the
+	 * node's, this one not, so the kernel asks again and hears ENOENT
+	 */
 	e.attr_timeout = n->removed ? 0 : fs->cfg.attr_timeout;
-	e.entry_timeout = n->removed ? 0 : fs->cfg.entry_timeout;
+	e.entry_timeout = n->removed || (echo && tree_child(&fs->tree, dir,
+			  name, strlen(name)) != n) ? 0 : fs->cfg.entry_timeout;
 	node_fill_attr(fs, n, &e.attr);
 	n->nlookup++;
 	pthread_mutex_unlock(&fs->lock);

@@ -543,6 +543,17 @@ again:
 		err = -dir_of(fs, newparent, &op.ndir);
 	if (err)
 		goto out;
+	/*
+	 * a rename of either directory in flight (dirmove.c) goes first: its
+	 * keys are in flight, and the names here take its new prefix
+	 */
+	if (inflight_wait(fs, dir) || inflight_wait(fs, op.ndir)) {
+		if (dir->removed || op.ndir->removed) {
+			err = ENOENT;
+			goto out;
+		}
+		goto again;
+	}
 	n = op.n = tree_child(&fs->tree, dir, name, strlen(name));
 	old = op.old = tree_child(&fs->tree, op.ndir, newname, strlen(newname));
 	if (!n) {

@@ -154,7 +154,7 @@ etcd_unread()
 
 # blocked_in PID FUNCTION: PID waits in the kernel's FUNCTION
 # (request_wait_answer: for an answer of the mount's; do_renameat2: for
-# the rename lock that a rename in flight holds).
+# a directory's lock, held by a request that waits in the mount).
 blocked_in()
 {
 	[[ $(cat "/proc/$1/wchan" 2>/dev/null) == "$2" ]]
@@ -325,12 +325,14 @@ except OSError as e:
 	fs_v2 || wait_for 10 eval '(($(etcd_unread) > unread + 100))'
 	echo new >"$MNT/$dir/new" &
 	tpid=$!
+	# v3: the file's create waits for the rename in flight in the
+	# mount, holding the directory's lock in the kernel; the other
+	# rename, started once it does, waits for that lock (one that came
+	# first would wait in the mount instead: the next case)
+	fs_v2 || wait_for 10 blocked_in "$tpid" request_wait_answer
 	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
 	rpid=$!
 	if ! fs_v2; then
-		# both wait for the rename in flight: the file's create in
-		# the mount, the other rename for the kernel's rename lock
-		wait_for 10 blocked_in "$tpid" request_wait_answer
 		wait_for 10 blocked_in "$rpid" do_renameat2
 		kill -CONT "$ETCD_FROZEN"
 		ETCD_FROZEN=
@@ -350,6 +352,78 @@ except OSError as e:
 	fs_v2 || [ "$(stat -c %i "$MNT/e/sub2/x")" = "$ino" ]
 	[ ! -e "$MNT/d" ]
 	kv_is /e/k01 v01
+}
+
+# move_in_flight FROM TO: mv FROM TO with etcd frozen, its transaction
+# sent and unread (v3), in the background ($MVPID) until thaw; v2 has no
+# rename in flight (mv copies key by key): there mv is done at once.
+move_in_flight()
+{
+	local unread
+
+	if fs_v2; then
+		mv "$MNT/$1" "$MNT/$2"
+		MVPID=
+		return
+	fi
+	etcd_freeze
+	unread=$(etcd_unread)
+	mv "$MNT/$1" "$MNT/$2" &
+	MVPID=$!
+	wait_for 10 eval '(($(etcd_unread) > unread + 100))'
+}
+
+# thaw PID: once PID waits in the mount (v3), lets etcd go and waits for
+# the rename in flight and for PID.
+thaw()
+{
+	if [[ -n $MVPID ]]; then
+		wait_for 10 blocked_in "$1" request_wait_answer
+		kill -CONT "$ETCD_FROZEN"
+		ETCD_FROZEN=
+		wait "$MVPID"
+	fi
+	wait "$1"
+}
+
+# A rename or a mkdir in a directory whose rename is in flight reaches
+# the mount when nothing else holds that directory in the kernel (above,
+# the file's create holds it, and the other rename waits for the kernel's
+# lock): it waits in the mount for the rename in flight, then takes the
+# new prefix.  Answered at once, the rename was EXDEV (its keys in flight)
+# and mv copied and deleted through the old path, gone by then; the mkdir
+# made its directory under the old prefix.
+@test "a rename or a mkdir in a directory whose rename is in flight waits for it" {
+	local dir ino
+
+	fill /d 3
+	kv_put /d/sub/x o
+	fs_wait_value "$MNT/d/sub/x" o
+	ino=$(stat -c %i "$MNT/d/sub/x")
+	wait_for 10 fs_echo_idle
+	move_in_flight d e
+	[[ -n $MVPID ]] && dir=d || dir=e
+	mv "$MNT/$dir/sub" "$MNT/$dir/sub2" &
+	thaw $!
+	kv_is /e/sub2/x o
+	[ -z "$(kv_keys /d/)" ]
+	[ -z "$(kv_keys /e/sub/)" ]
+	[ "$(cat "$MNT/e/sub2/x")" = o ]
+	[ ! -e "$MNT/e/sub" ]
+	[ ! -e "$MNT/d" ]
+	# one transaction, not mv's copy: the file kept its inode
+	fs_v2 || [ "$(stat -c %i "$MNT/e/sub2/x")" = "$ino" ]
+
+	move_in_flight e f
+	[[ -n $MVPID ]] && dir=e || dir=f
+	mkdir "$MNT/$dir/m" &
+	thaw $!
+	[ -d "$MNT/f/m" ]
+	echo z >"$MNT/f/m/z"
+	kv_is /f/m/z $'z\n'
+	[ -z "$(kv_keys /e/)" ]
+	[ -z "$(kv_keys /d/)" ]
+	[ ! -e "$MNT/e" ]
 }
 
 @test "mv of a directory whose answer is lost is settled: one revision, mv succeeds (v2: the copy's mkdir times out, nothing moved)" {

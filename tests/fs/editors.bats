@@ -97,6 +97,11 @@ _screen_has()
 	tmux_run capture-pane -p -t ed 2>/dev/null | grep -q -- "$1"
 }
 
+# wait_screen TEXT: waits until the screen shows TEXT (20 s at most, times
+# $TEST_TIMEOUT_MULTIPLIER).  Each key is sent once the screen shows that
+# the program waits for it: a key typed ahead may be read with the one
+# before and dropped (vim's y/n prompt reads the terminal itself and keeps
+# only the first key of what it read).
 wait_screen()
 {
 	if ! wait_for 20 _screen_has "$1"; then
@@ -162,7 +167,9 @@ wait_exit()
 	wait_screen 'mode = mine'
 	tmux_run send-keys -t ed ':w' Enter
 	wait_screen 'changed since reading it'
+	wait_screen 'Do you really want to write to it'
 	tmux_run send-keys -t ed n
+	wait_screen 'Press ENTER or type command to continue'
 	tmux_run send-keys -t ed ':q!' Enter
 	wait_exit
 
@@ -182,6 +189,7 @@ wait_exit()
 	tmux_start "nano $(printf %q "$MNT/etc/app.conf")"
 	wait_screen 'replicas = 3'
 	tmux_run send-keys -t ed '# edited by nano' Enter
+	wait_screen '# edited by nano'
 	tmux_run send-keys -t ed C-o
 	wait_screen 'File Name to Write'
 	tmux_run send-keys -t ed Enter
