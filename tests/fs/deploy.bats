@@ -106,7 +106,7 @@ wait_gone()
 help_options()
 {
 	"$ETCDFS_INSTALLED" --help | sed -n '/^etcdfs options:/,/^$/p' |
-		sed -nE 's/^    -o ([a-z_]+).*/\1/p' | sort -u
+		sed -nE 's/^    -o ([a-z][a-z0-9_]*).*/\1/p' | sort -u
 }
 
 # The options etcdfs(1) documents under ETCDFS OPTIONS, one a line, sorted.
@@ -114,7 +114,7 @@ man_options()
 {
 	MANWIDTH=80 man -l "$MAN_PAGE" 2>/dev/null |
 		sed -n '/^ETCDFS OPTIONS/,/^[A-Z]/p' |
-		sed -nE 's/^       ([a-z_]+)(=|\[| |$).*/\1/p' | sort -u
+		sed -nE 's/^       ([a-z][a-z0-9_]*)(=|\[| |,|$).*/\1/p' | sort -u
 }
 
 @test "meson install puts etcdfs and etcdfs(1) under the prefix" {
