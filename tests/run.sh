@@ -17,7 +17,7 @@
 #          sanitizer pass without the serial campaigns; the fuzz pass.
 #   soak   (up to 2 hours; docs/testing.md records the last run)  every
 #          test of every backend and version, the sanitizer pass over
-#          every fs file, each fuzz target for $FUZZ_SECONDS (default 300),
+#          every fs file, each fuzz target for $FUZZ_SECONDS (default 180),
 #          and TEST_TIER=soak in the environment, which the long campaigns
 #          read (the leader's and the daemon's kill loops at full length,
 #          load.bats for minutes: tests/lib/tier.bash).
@@ -38,7 +38,7 @@
 #    the whole fs suite reaches); soak: unit, integration and every fs
 #    file.
 # 4. fuzz, build-fuzz/ (clang, -Dfuzzers=true): the fuzz suite
-#    ($FUZZ_SECONDS per target: 20 in ci, 300 in soak).
+#    ($FUZZ_SECONDS per target: 20 in ci, 180 in soak).
 # 5. etcd35 (only when named in RUN_PASSES): the tier's etcd 3.5 runs
 #    alone, in build/ (the main pass runs them too).
 #
@@ -87,7 +87,7 @@ soak)
 	passes=${RUN_PASSES:-main asan fuzz}
 	# every test of the build ('*': tests/lib/testlog.py select)
 	main_suites="*"
-	export FUZZ_SECONDS=${FUZZ_SECONDS:-300}
+	export FUZZ_SECONDS=${FUZZ_SECONDS:-180}
 	export TEST_TIER=soak
 	;;
 *)

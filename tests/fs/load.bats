@@ -6,7 +6,7 @@
 # a value that no writer wrote, every remote put must give its inotify
 # event, and the mirror must end equal to etcd.
 #
-# LOAD_SECONDS sets the length (default 30 s; 300 s in the soak tier,
+# LOAD_SECONDS sets the length (default 30 s; 180 s in the soak tier,
 # tests/lib/tier.bash).  It cannot prove the absence
 # of a deadlock, only that this mix did not produce one in this run; a
 # hang shows as a worker still running 60 s after the end.
@@ -144,7 +144,7 @@ remote_closes_reach()
 }
 
 @test "load: 4 writers, 4 readers, 200 remote puts a second and inotifywait: no hang, no torn read, no lost event" {
-	local secs=${LOAD_SECONDS:-$(tier_len 30 300)} end j p left puts writes
+	local secs=${LOAD_SECONDS:-$(tier_len 30 180)} end j p left puts writes
 
 	T=$BATS_TEST_TMPDIR
 	for j in 1 2 3 4; do
